@@ -1,0 +1,1 @@
+"""Printers of IR to text (C, reports)."""

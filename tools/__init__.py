@@ -1,0 +1,1 @@
+"""tools of byoc."""
