@@ -1,1 +1,52 @@
-"""passes of byoc."""
+"""Passes of byoc: graph passes (annotate, merge, partition) and conversions."""
+
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+
+def _annotate() -> type[ModulePass]:
+    from byoc.passes.annotate import AnnotatePass
+
+    return AnnotatePass
+
+
+def _merge_regions() -> type[ModulePass]:
+    from byoc.passes.merge_regions import MergeRegionsPass
+
+    return MergeRegionsPass
+
+
+def _partition() -> type[ModulePass]:
+    from byoc.passes.partition import PartitionPass
+
+    return PartitionPass
+
+
+def _relay_to_loops() -> type[ModulePass]:
+    from byoc.passes.convert_relay_to_loops import ConvertRelayToLoopsPass
+
+    return ConvertRelayToLoopsPass
+
+
+def _loops_to_emitc() -> type[ModulePass]:
+    from byoc.passes.convert_loops_to_emitc import ConvertLoopsToEmitCPass
+
+    return ConvertLoopsToEmitCPass
+
+
+def _loops_to_llvm() -> type[ModulePass]:
+    from byoc.passes.convert_loops_to_llvm import ConvertLoopsToLLVMPass
+
+    return ConvertLoopsToLLVMPass
+
+
+BYOC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "byoc-annotate": _annotate,
+    "byoc-merge-regions": _merge_regions,
+    "byoc-partition": _partition,
+    "convert-relay-to-loops": _relay_to_loops,
+    "convert-loops-to-emitc": _loops_to_emitc,
+    "convert-loops-to-llvm": _loops_to_llvm,
+}
+"""Every byoc pass by its CLI name (the `name` of its ModulePass class)."""
