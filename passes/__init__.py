@@ -23,6 +23,12 @@ def _partition() -> type[ModulePass]:
     return PartitionPass
 
 
+def _outline_regions() -> type[ModulePass]:
+    from byoc.passes.partition import OutlineRegionsPass
+
+    return OutlineRegionsPass
+
+
 def _relay_to_loops() -> type[ModulePass]:
     from byoc.passes.convert_relay_to_loops import ConvertRelayToLoopsPass
 
@@ -44,6 +50,7 @@ def _loops_to_llvm() -> type[ModulePass]:
 BYOC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "byoc-annotate": _annotate,
     "byoc-merge-regions": _merge_regions,
+    "byoc-outline-regions": _outline_regions,
     "byoc-partition": _partition,
     "convert-relay-to-loops": _relay_to_loops,
     "convert-loops-to-emitc": _loops_to_emitc,

@@ -1,1 +1,1 @@
-"""tools of byoc."""
+"""Command-line tools: byoc-opt, byoc-translate, byoc-run."""

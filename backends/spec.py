@@ -1,0 +1,66 @@
+"""What a backend is: the ops it takes, and how it turns outlined functions into code.
+
+A vendor writes one `Backend` object and exposes it through the `byoc.backends`
+entry point group; byoc's own backends register the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+
+Check = Callable[[Operation], "str | None"]
+"""A support check: returns None when the backend takes the op, else the reason it does not."""
+
+
+def always(op: Operation) -> str | None:
+    """The check of an op a backend takes whatever its shapes and attributes."""
+    return None
+
+
+@dataclass
+class Artifact:
+    """What a backend's codegen produced for its outlined functions.
+
+    `symbols` are the names of the functions the host calls; each must be
+    exported by one of `libraries` with the C ABI of docs/architecture.md.
+    """
+
+    backend: str
+    symbols: list[str]
+    sources: dict[str, str] = field(default_factory=dict)
+    """Generated source files by name (shown to users, kept for saving)."""
+    libraries: list[Path] = field(default_factory=list)
+    """Shared objects to load before the host is JIT-compiled."""
+    keepalive: list[Any] = field(default_factory=list)
+    """Python objects that must live as long as the compiled model."""
+
+
+Codegen = Callable[[ModuleOp], Artifact]
+"""Turns a module holding one backend's outlined functions into an Artifact."""
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A backend: its name, the ops it supports, and its codegen.
+
+    `ops` maps a relay op name (e.g. "relay.add") to a check that may look at
+    shapes, dtypes and attributes; an op whose name is absent is unsupported.
+    """
+
+    name: str
+    ops: Mapping[str, Check]
+    codegen: Codegen
+    description: str = ""
+
+    def check(self, op: Operation) -> str | None:
+        """None when this backend takes `op`, else why it does not."""
+        check = self.ops.get(op.name)
+        if check is None:
+            return f"{self.name} does not support {op.name}"
+        return check(op)

@@ -1,0 +1,99 @@
+"""The system C compiler: generated C in, shared object out, cached by content.
+
+The cache key is the source text, the flags, the compiler's version and the
+host CPU, so a second compile of the same model is a file lookup. Objects are
+written to a temporary name and renamed into place, so concurrent compiles
+from several processes never see a half-written file. The cache lives in
+`$BYOC_CACHE_DIR` (default `~/.cache/byoc`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from functools import cache
+from pathlib import Path
+
+from byoc.frontend.diagnostics import ByocError
+
+WARNINGS = ("-Wall", "-Wextra", "-Werror")
+"""Generated C must be warning-free: a warning is a bug in a code generator."""
+
+DEFAULT_FLAGS = ("-std=c11", "-O3", "-march=native", "-fPIC", *WARNINGS)
+
+
+def compiler() -> str:
+    """The C compiler: `$CC`, else `cc`."""
+    return os.environ.get("CC", "cc")
+
+
+@cache
+def compiler_version(cc: str) -> str:
+    """First line of `cc --version`, or a ByocError if there is no compiler."""
+    try:
+        out = subprocess.run(
+            [*shlex.split(cc), "--version"], capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError) as err:
+        raise ByocError(
+            f"error: cannot run the C compiler '{cc}' ({err}); install gcc or "
+            "set CC"
+        ) from None
+    return out.stdout.splitlines()[0] if out.stdout else cc
+
+
+def cache_dir() -> Path:
+    """Where compiled objects are kept: `$BYOC_CACHE_DIR` or `~/.cache/byoc`."""
+    env = os.environ.get("BYOC_CACHE_DIR")
+    base = Path(env) if env else Path.home() / ".cache" / "byoc"
+    return base
+
+
+def _host_cpu() -> str:
+    import llvmlite.binding as llvm
+
+    return llvm.get_host_cpu_name()
+
+
+def compile_shared(
+    source: str,
+    flags: tuple[str, ...] = DEFAULT_FLAGS,
+    libraries: tuple[str, ...] = ("-lm",),
+) -> Path:
+    """Compile C `source` into a shared object and return its path (cached)."""
+    cc = compiler()
+    key = hashlib.sha256(
+        "\0".join(
+            [source, cc, compiler_version(cc), _host_cpu(), *flags, *libraries]
+        ).encode()
+    ).hexdigest()[:32]
+    directory = cache_dir()
+    target = directory / f"{key}.so"
+    if target.exists():
+        return target
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ByocError(f"error: cannot create the cache directory {directory}: {err}") from None
+    with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as tmp:
+        src = Path(tmp) / "kernels.c"
+        src.write_text(source)
+        out = Path(tmp) / "kernels.so"
+        cmd = [*shlex.split(cc), *flags, "-shared", str(src), "-o", str(out), *libraries]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise ByocError(
+                "error: the C compiler rejected generated code (a byoc bug):\n"
+                f"$ {' '.join(cmd)}\n{proc.stderr.strip()}"
+            )
+        os.replace(out, target)
+    return target
+
+
+def have_compiler() -> bool:
+    """Whether a C compiler can be run."""
+    return shutil.which(shlex.split(compiler())[0]) is not None

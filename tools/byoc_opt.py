@@ -1,0 +1,89 @@
+"""byoc-opt: run byoc's passes on relay-dialect IR and print the result.
+
+    byoc-opt model.mlir --annotate=ccompiler --partition
+    byoc-opt model.mlir -p 'byoc-annotate{targets=ccompiler},byoc-partition'
+    byoc-opt kernels.mlir -p convert-relay-to-loops,convert-loops-to-emitc -t c
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import IO
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.universe import Universe
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from byoc.dialects import BYOC_DIALECTS, UPSTREAM_DIALECTS
+from byoc.frontend.diagnostics import ByocError, format_parse_error
+from byoc.frontend.parse import SourceMap, SourceParser, verify_module
+from byoc.passes import BYOC_PASSES
+from byoc.targets import BYOC_TARGETS
+from byoc.tools.common import add_partition_arguments, graph_passes, run_cli
+
+
+class ByocOptMain(xDSLOptMain):
+    """xdsl-opt with byoc's dialects, passes, targets and short flags."""
+
+    def register_all_dialects(self) -> None:
+        upstream = Universe.get_multiverse().all_dialects
+        for name in UPSTREAM_DIALECTS:
+            self.ctx.register_dialect(name, upstream[name])
+        for name, factory in BYOC_DIALECTS.items():
+            self.ctx.register_dialect(name, factory)
+
+    def register_all_frontends(self) -> None:
+        def parse_mlir(io: IO[bytes]) -> ModuleOp:
+            name = self.get_input_name()
+            source_map = SourceMap()
+            text = io.read().decode("utf-8", errors="replace")
+            module = SourceParser(self.ctx, text, name, source_map).parse_module(
+                not self.args.no_implicit_module
+            )
+            if not self.args.disable_verify:
+                verify_module(module, source_map, name)
+            return module
+
+        self.available_frontends["mlir"] = parse_mlir
+
+    def register_all_passes(self) -> None:
+        super().register_all_passes()
+        for name, factory in BYOC_PASSES.items():
+            self.register_pass(name, factory)
+
+    def register_all_targets(self) -> None:
+        super().register_all_targets()
+        self.available_targets.update(BYOC_TARGETS)
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        add_partition_arguments(arg_parser)
+
+    def setup_pipeline(self) -> None:
+        flags = graph_passes(self.args)
+        if flags:
+            spec = ",".join(flags)
+            self.args.passes = f"{spec},{self.args.passes}" if self.args.passes else spec
+        super().setup_pipeline()
+
+    def run(self) -> None:
+        if self.args.verify_diagnostics or self.args.parsing_diagnostics:
+            # Expected-error tests: print the diagnostic and succeed.
+            try:
+                super().run()
+            except ByocError as err:
+                print(err)
+            return
+        super().run()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli(lambda: ByocOptMain(args=argv).run())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

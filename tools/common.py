@@ -1,0 +1,74 @@
+"""What the byoc command-line tools share: the partitioning flags and error handling."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+from byoc.backends import DEFAULT_BACKEND
+from byoc.frontend.diagnostics import format_parse_error
+
+
+def add_partition_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--annotate[=a,b]`, `--merge`, `--partition`."""
+    group = parser.add_argument_group("partitioning")
+    group.add_argument(
+        "--annotate",
+        nargs="?",
+        const=DEFAULT_BACKEND,
+        default=None,
+        metavar="BACKENDS",
+        help="mark ops for these backends, in priority order "
+        f"(comma-separated; default {DEFAULT_BACKEND})",
+    )
+    group.add_argument(
+        "--merge",
+        action="store_true",
+        help="merge marked neighbouring ops into extern.regions",
+    )
+    group.add_argument(
+        "--partition",
+        action="store_true",
+        help="merge, then outline each region into a function",
+    )
+
+
+def graph_passes(args: argparse.Namespace) -> list[str]:
+    """The pass pipeline the partitioning flags ask for."""
+    passes: list[str] = []
+    if args.annotate is not None:
+        passes.append(f"byoc-annotate{{targets={args.annotate}}}")
+    if args.partition:
+        passes.append("byoc-partition")
+    elif args.merge:
+        passes.append("byoc-merge-regions")
+    return passes
+
+
+def run_cli(body: Callable[[], object]) -> int:
+    """Run a CLI body; bad input becomes one message on stderr and exit status 1."""
+    try:
+        body()
+    except ParseError as err:
+        print(format_parse_error(err), file=sys.stderr)
+        return 1
+    except DiagnosticException as err:
+        print(str(err).strip(), file=sys.stderr)
+        return 1
+    except OSError as err:
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"error: {where}{err.strerror or err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except SystemExit as err:
+        return err.code if isinstance(err.code, int) else 1
+    except Exception as err:  # never a traceback for the user
+        print(f"error: internal compiler error: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    return 0
