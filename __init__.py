@@ -1,1 +1,14 @@
-"""byoc."""
+"""byoc: a bring-your-own-codegen compiler for tensor programs, on xDSL.
+
+    import byoc
+    model = byoc.compile("model.mlir", targets=["ccompiler"])
+    y = model(a, b)
+"""
+
+from byoc.frontend.diagnostics import ByocError
+from byoc.runtime.build import compile
+from byoc.runtime.compiled import CompiledModule
+from byoc.runtime.reference import run_reference
+
+__all__ = ["ByocError", "CompiledModule", "compile", "run_reference"]
+__version__ = "0.1.0"

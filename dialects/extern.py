@@ -41,6 +41,10 @@ COMPOSITE_ATTR = "extern.composite"
 """Attribute naming the composite pattern an op belongs to (e.g. `ccompiler.conv2d_bias_relu`)."""
 
 
+def _types(types: Sequence[Attribute]) -> str:
+    return "(" + ", ".join(str(t) for t in types) + ")"
+
+
 @irdl_op_definition
 class YieldOp(IRDLOperation):
     """Returns the values of an `extern.region` to its users."""
@@ -105,8 +109,8 @@ class RegionOp(IRDLOperation):
         in_types = tuple(v.type for v in self.inputs)
         if arg_types != in_types:
             raise VerifyException(
-                f"'extern.region': block argument types {list(arg_types)} do not "
-                f"match operand types {list(in_types)}"
+                f"'extern.region': block argument types {_types(arg_types)} do not "
+                f"match operand types {_types(in_types)}"
             )
         last = block.last_op
         if not isinstance(last, YieldOp):
@@ -115,8 +119,8 @@ class RegionOp(IRDLOperation):
         out_types = tuple(r.type for r in self.outputs)
         if yielded != out_types:
             raise VerifyException(
-                f"'extern.region': yielded types {list(yielded)} do not match "
-                f"result types {list(out_types)}"
+                f"'extern.region': yielded types {_types(yielded)} do not match "
+                f"result types {_types(out_types)}"
             )
 
 

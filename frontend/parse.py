@@ -7,6 +7,7 @@ at that place instead of printing the whole module.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from xdsl.context import Context
@@ -23,8 +24,10 @@ from byoc.frontend.diagnostics import ByocError, format_parse_error
 class SourceMap:
     """Where each parsed op starts in its source text."""
 
-    def __init__(self) -> None:
+    def __init__(self, line_offset: int = 0) -> None:
         self._spans: dict[int, tuple[Operation, Span]] = {}
+        self.line_offset = line_offset
+        """Lines before this text in its file (for `--split-input-file` chunks)."""
 
     def record(self, op: Operation, span: Span) -> None:
         self._spans[id(op)] = (op, span)
@@ -34,7 +37,8 @@ class SourceMap:
         while op is not None:
             entry = self._spans.get(id(op))
             if entry is not None and entry[0] is op:
-                return entry[1].get_location()
+                span = dataclasses.replace(entry[1], line_offset=self.line_offset)
+                return str(span.get_location())
             op = op.parent_op()
         return None
 
@@ -48,7 +52,11 @@ class SourceParser(Parser):
 
     def parse_operation(self) -> Operation:
         span = self._current_token.span
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except VerifyException as err:
+            # Declarative formats check operand/result constraints while parsing.
+            raise ParseError(span, str(err)) from None
         self.source_map.record(op, span)
         return op
 

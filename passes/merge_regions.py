@@ -176,10 +176,10 @@ def materialise(region: Region) -> RegionOp:
         del op.attributes[TARGET_ATTR]
     body.add_op(YieldOp(outputs))
     region_op = RegionOp(region.backend, inputs, [r.type for r in outputs], body)
-    yield_op = body.last_op
     for result, new in zip(outputs, region_op.outputs):
         for use in list(result.uses):
-            if use.operation is not yield_op:
+            # The body and the yield keep the inner value; outside users switch.
+            if use.operation.parent_block() is not body:
                 use.operation.operands[use.index] = new
     return region_op
 

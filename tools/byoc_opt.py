@@ -15,11 +15,9 @@ from typing import IO
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.universe import Universe
-from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from byoc.dialects import BYOC_DIALECTS, UPSTREAM_DIALECTS
-from byoc.frontend.diagnostics import ByocError, format_parse_error
 from byoc.frontend.parse import SourceMap, SourceParser, verify_module
 from byoc.passes import BYOC_PASSES
 from byoc.targets import BYOC_TARGETS
@@ -28,6 +26,8 @@ from byoc.tools.common import add_partition_arguments, graph_passes, run_cli
 
 class ByocOptMain(xDSLOptMain):
     """xdsl-opt with byoc's dialects, passes, targets and short flags."""
+
+    _chunk_offset = 0
 
     def register_all_dialects(self) -> None:
         upstream = Universe.get_multiverse().all_dialects
@@ -39,7 +39,7 @@ class ByocOptMain(xDSLOptMain):
     def register_all_frontends(self) -> None:
         def parse_mlir(io: IO[bytes]) -> ModuleOp:
             name = self.get_input_name()
-            source_map = SourceMap()
+            source_map = SourceMap(self._chunk_offset)
             text = io.read().decode("utf-8", errors="replace")
             module = SourceParser(self.ctx, text, name, source_map).parse_module(
                 not self.args.no_implicit_module
@@ -49,6 +49,12 @@ class ByocOptMain(xDSLOptMain):
             return module
 
         self.available_frontends["mlir"] = parse_mlir
+
+    def parse_chunk(
+        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
+    ) -> ModuleOp | None:
+        self._chunk_offset = start_offset
+        return super().parse_chunk(chunk, file_extension, start_offset)
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
@@ -69,16 +75,6 @@ class ByocOptMain(xDSLOptMain):
             spec = ",".join(flags)
             self.args.passes = f"{spec},{self.args.passes}" if self.args.passes else spec
         super().setup_pipeline()
-
-    def run(self) -> None:
-        if self.args.verify_diagnostics or self.args.parsing_diagnostics:
-            # Expected-error tests: print the diagnostic and succeed.
-            try:
-                super().run()
-            except ByocError as err:
-                print(err)
-            return
-        super().run()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,7 +5,7 @@ import os
 import lit.formats
 
 config.name = "byoc"
-config.test_format = lit.formats.ShTest(execute_external=True)
+config.test_format = lit.formats.ShTest()
 config.suffixes = [".mlir"]
 config.test_source_root = os.path.dirname(__file__)
 config.excludes = ["lit.cfg.py", "inputs"]

@@ -1,0 +1,55 @@
+"""The host: everything no backend took, plus the glue that calls the backends.
+
+`@main` is lowered through the shared loop-level IR to the llvm dialect and
+JIT-compiled with llvmlite; outlined functions appear in it only as
+declarations, resolved from the backends' shared objects at JIT time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+from byoc.dialects import make_context
+from byoc.dialects.extern import COMPILER_ATTR
+from byoc.runtime.jit import JitModule, add_entry_wrapper
+
+
+def host_module(partitioned: ModuleOp) -> ModuleOp:
+    """A copy of `partitioned` where outlined functions are only declared."""
+    module = partitioned.clone()
+    for op in list(module.ops):
+        if isinstance(op, func.FuncOp) and COMPILER_ATTR in op.attributes:
+            declaration = func.FuncOp.external(
+                op.sym_name.data,
+                list(op.function_type.inputs),
+                list(op.function_type.outputs),
+            )
+            declaration.attributes[COMPILER_ATTR] = op.attributes[COMPILER_ATTR]
+            module.body.block.insert_op_before(declaration, op)
+            op.detach()
+            op.erase(safe_erase=False)
+    return module
+
+
+def lower_to_llvm(module: ModuleOp, main: str, entry: str) -> ModuleOp:
+    """Lower a host module to the llvm dialect, adding the `entry` wrapper of `main`."""
+    from byoc.passes.convert_loops_to_llvm import ConvertLoopsToLLVMPass
+    from byoc.passes.convert_relay_to_loops import ConvertRelayToLoopsPass
+
+    ctx = make_context()
+    ConvertRelayToLoopsPass().apply(ctx, module)
+    ConvertLoopsToLLVMPass().apply(ctx, module)
+    add_entry_wrapper(module, main, entry)
+    return module
+
+
+def compile_host(
+    partitioned: ModuleOp, main: str, entry: str, libraries: Sequence[Path]
+) -> JitModule:
+    """JIT-compile the host part of a partitioned module."""
+    llvm_module = lower_to_llvm(host_module(partitioned), main, entry)
+    return JitModule.from_llvm_dialect(llvm_module, shared_libraries=list(libraries))

@@ -1,0 +1,156 @@
+"""`byoc.compile`: from a relay model to a CompiledModule.
+
+The steps are the data flow of docs/architecture.md: parse and verify,
+annotate for the backends in priority order, merge and outline, run each
+backend's codegen on its functions, JIT-compile the host with the backends'
+code linked in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr, TensorType
+from xdsl.ir import Attribute
+
+from byoc.backends import Artifact, Backend, parse_targets
+from byoc.dialects.extern import COMPILER_ATTR, CallOp
+from byoc.frontend.diagnostics import ByocError
+from byoc.frontend.parse import parse_file, parse_text, verify_module
+from byoc.passes.annotate import annotate
+from byoc.passes.merge_regions import merge_regions
+from byoc.passes.partition import partition
+from byoc.runtime.compiled import ENTRY_SIGNATURE, CompiledModule, TensorSpec
+from byoc.runtime.reference import numpy_dtype
+
+Source = str | Path | ModuleOp
+
+
+def load_source(source: Source) -> ModuleOp:
+    """A fresh, verified module from a path, relay text, or a module (copied)."""
+    if isinstance(source, ModuleOp):
+        module = source.clone()
+        verify_module(module)
+        return module
+    if isinstance(source, Path) or (
+        isinstance(source, str) and "\n" not in source and "{" not in source
+    ):
+        return parse_file(source)
+    if isinstance(source, str):
+        return parse_text(source, "<string>")[0]
+    raise ByocError(
+        f"error: cannot compile a {type(source).__name__}; pass a path, relay text "
+        "or a ModuleOp"
+    )
+
+
+def main_function(module: ModuleOp, entry: str = "main") -> func.FuncOp:
+    """The `@main` function, checked to take and return static float tensors."""
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == entry:
+            if not op.body.blocks:
+                raise ByocError(f"error: @{entry} has no body")
+            return op
+    raise ByocError(f"error: the module has no function @{entry}")
+
+
+def tensor_specs(types: Sequence[Attribute], prefix: str) -> list[TensorSpec]:
+    specs: list[TensorSpec] = []
+    for i, typ in enumerate(types):
+        if not isinstance(typ, TensorType) or any(d < 0 for d in typ.get_shape()):
+            raise ByocError(
+                f"error: {prefix} {i} of @main has type {typ}; expected a "
+                "static-shape tensor"
+            )
+        specs.append(
+            TensorSpec(f"{prefix}{i}", tuple(typ.get_shape()), numpy_dtype(typ.element_type))
+        )
+    return specs
+
+
+def rename_symbols(module: ModuleOp, prefix: str, main: str) -> dict[str, str]:
+    """Give outlined functions and `main` process-unique names; returns old → new."""
+    renamed: dict[str, str] = {}
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and (
+            COMPILER_ATTR in op.attributes or op.sym_name.data == main
+        ):
+            new = prefix + op.sym_name.data
+            renamed[op.sym_name.data] = new
+            op.sym_name = StringAttr(new)
+    for op in module.walk():
+        if isinstance(op, (CallOp, func.CallOp)):
+            callee = op.callee.root_reference.data
+            if callee in renamed:
+                op.callee = SymbolRefAttr(renamed[callee])
+    return renamed
+
+
+def functions_of(module: ModuleOp, backend: str) -> ModuleOp:
+    """A new module holding copies of the functions outlined for `backend`."""
+    ops = [
+        op.clone()
+        for op in module.ops
+        if isinstance(op, func.FuncOp)
+        and op.attributes.get(COMPILER_ATTR) == StringAttr(backend)
+    ]
+    return ModuleOp(ops)
+
+
+def run_codegen(backend: Backend, functions: ModuleOp) -> Artifact:
+    """Run a backend's codegen, turning its failures into ByocErrors."""
+    try:
+        artifact = backend.codegen(functions)
+    except ByocError:
+        raise
+    except Exception as err:
+        raise ByocError(
+            f"error: backend '{backend.name}' failed to generate code: "
+            f"{type(err).__name__}: {err}"
+        ) from err
+    wanted = {op.sym_name.data for op in functions.ops if isinstance(op, func.FuncOp)}
+    missing = wanted - set(artifact.symbols)
+    if missing:
+        raise ByocError(
+            f"error: backend '{backend.name}' did not produce "
+            f"{', '.join(sorted(missing))}"
+        )
+    return artifact
+
+
+def compile(  # noqa: A001 - the public name, as in `byoc.compile`
+    source: Source,
+    targets: Sequence[str] | str | None = ("ccompiler",),
+) -> CompiledModule:
+    """Compile a relay model for `targets` (priority order; `[]`: host only)."""
+    from byoc.backends.host import compile_host
+
+    backends = parse_targets(targets)
+    module = load_source(source)
+    main = main_function(module)
+    inputs = tensor_specs(main.function_type.inputs.data, "input")
+    outputs = tensor_specs(main.function_type.outputs.data, "output")
+
+    if backends:
+        annotate(module, backends)
+        merge_regions(module)
+        partition(module)
+    partitioned_ir = str(module)
+    digest = hashlib.sha256(partitioned_ir.encode()).hexdigest()[:12]
+    prefix = f"byoc_{digest}_"
+    rename_symbols(module, prefix, "main")
+
+    artifacts = []
+    for backend in backends:
+        functions = functions_of(module, backend.name)
+        if functions.ops.first is not None:
+            artifacts.append(run_codegen(backend, functions))
+
+    libraries = [lib for a in artifacts for lib in a.libraries]
+    entry_name = f"{prefix}entry"
+    jit = compile_host(module, f"{prefix}main", entry_name, libraries)
+    entry = jit.function(entry_name, ENTRY_SIGNATURE)
+    return CompiledModule(entry, inputs, outputs, artifacts, partitioned_ir, [jit])
