@@ -1,40 +1,43 @@
 """Merge regions: group ops of one backend into `extern.region`s without creating cycles.
 
-Ops are visited once in program order (a topological order). Each op marked
-for a backend joins an open region of that backend unless some path leads from
-that region, through an op outside it, to the op: joining would then make the
-region both a producer and a consumer of that outside op, a cycle. Such paths
-are tracked as bitsets of region ids ("regions this value depends on through
-an outside op"), so one op costs a few big-integer operations, not a walk of
-the graph.
+Ops are visited once in program order (a topological order). The graph being
+built is the condensed one: each region is one node, each host op another.
+Every node keeps the set of regions it depends on, transitively, as a bitset
+of region ids. An op marked for a backend may join a region of that backend
+unless the region is among the dependencies of one of the op's producers: the
+region would then be both upstream and downstream of that producer, a cycle.
+
+When an op joins a region, the region gains the op's dependencies, and so does
+everything already downstream of the region; that growth is pushed along the
+consumer edges (iteratively, each node's set only grows, so the work is
+bounded by the bits that actually change).
 
 Joining any compatible region of the backend, not only a producer's, makes
 the result maximal: when an op opens a new region, every existing region of
-its backend reaches it through an outside op, so no two final regions of one
-backend can be merged without a cycle.
+its backend is upstream of one of its producers, so no two final regions of
+one backend can be merged without a cycle.
 
 The regions are then materialised in a topological order of the condensed
-graph (regions as single nodes), so every value is still defined before use.
+graph, so every value is still defined before use.
 """
 
 from __future__ import annotations
 
-import gc
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
 from byoc.dialects.extern import TARGET_ATTR, RegionOp, YieldOp
 from byoc.passes.annotate import host_functions
+from byoc.passes.speed import garbage_collector_paused
 
 
-@dataclass
+@dataclass(eq=False)
 class Region:
     """A group of ops of one backend, in program order."""
 
@@ -43,40 +46,54 @@ class Region:
     ops: list[Operation] = field(default_factory=list)
 
 
+Node = Operation | Region
+"""A node of the condensed graph: a host op or a region."""
+
+
 def assign_regions(block: Block) -> tuple[list[Region], dict[Operation, Region]]:
-    """Assign each marked op of `block` to a region; linear sweep in program order."""
+    """Assign each marked op of `block` to a region; one sweep in program order."""
     regions: list[Region] = []
     region_of: dict[Operation, Region] = {}
-    # Per backend: bitset of its region ids.
-    backend_regions: dict[StringAttr, int] = {}
-    # Per value-defining op still to be consumed: regions it depends on through
-    # an op outside that region. Entries die with their last use.
-    through: dict[Operation, int] = {}
-    uses_left: dict[Operation, int] = {}
+    backend_regions: dict[StringAttr, int] = {}  # backend -> bitset of region ids
+    deps: dict[Node, int] = {}  # node -> regions it depends on, transitively
+    consumers: dict[Node, list[Node]] = {}  # node -> nodes using its values
+
+    def grow(node: Node, added: int) -> None:
+        """Add `added` to the dependencies of `node` and of everything downstream."""
+        stack = [(node, added)]
+        while stack:
+            n, bits = stack.pop()
+            new = bits & ~deps[n]
+            if new:
+                deps[n] |= new
+                stack.extend((c, new) for c in consumers[n])
 
     for op in block.ops:
-        blocked = 0  # regions op cannot join
-        producer_regions: list[Region] = []
+        producers: list[Node] = []
         for operand in op.operands:
-            producer = operand.owner
-            if not isinstance(producer, Operation) or producer not in uses_left:
-                continue
-            blocked |= through[producer]
-            region = region_of.get(producer)
-            if region is not None:
-                producer_regions.append(region)
-            uses_left[producer] -= 1
-            if uses_left[producer] == 0:
-                del uses_left[producer]
-                del through[producer]
+            owner = operand.owner
+            if isinstance(owner, Operation):
+                node = region_of.get(owner, owner)
+                if node in deps:
+                    producers.append(node)
+        blocked = 0  # regions upstream of a producer: joining them makes a cycle
+        producer_bits = 0
+        for node in producers:
+            blocked |= deps[node]
+            if isinstance(node, Region):
+                producer_bits |= 1 << node.id
 
         target = op.attributes.get(TARGET_ATTR)
         chosen: Region | None = None
         if isinstance(target, StringAttr):
             # Prefer a producer's region (locality), then any compatible one.
-            for region in producer_regions:
-                if region.backend == target and not (blocked >> region.id) & 1:
-                    chosen = region
+            for node in producers:
+                if (
+                    isinstance(node, Region)
+                    and node.backend == target
+                    and not (blocked >> node.id) & 1
+                ):
+                    chosen = node
                     break
             if chosen is None:
                 candidates = backend_regions.get(target, 0) & ~blocked
@@ -88,18 +105,19 @@ def assign_regions(block: Block) -> tuple[list[Region], dict[Operation, Region]]
                 backend_regions[target] = backend_regions.get(target, 0) | (
                     1 << chosen.id
                 )
+                deps[chosen] = 0
+                consumers[chosen] = []
             chosen.ops.append(op)
             region_of[op] = chosen
-
-        # Regions a consumer of op depends on through an op outside them.
-        mine = blocked
-        for region in producer_regions:
-            if region is not chosen:
-                mine |= 1 << region.id
-        n_uses = sum(r.uses.get_length() for r in op.results)
-        if n_uses:
-            through[op] = mine
-            uses_left[op] = n_uses
+            me: Node = chosen
+            grow(chosen, blocked | (producer_bits & ~(1 << chosen.id)))
+        else:
+            me = op
+            deps[op] = blocked | producer_bits
+            consumers[op] = []
+        for node in producers:
+            if node is not me:
+                consumers[node].append(me)
     return regions, region_of
 
 
@@ -204,17 +222,11 @@ def merge_block(block: Block) -> list[RegionOp]:
 
 def merge_regions(module: ModuleOp) -> list[RegionOp]:
     """Merge the marked ops of every host function; returns the new regions."""
-    enabled = gc.isenabled()
-    gc.disable()  # the sweep allocates many small objects; ~30% faster without GC
-    try:
+    with garbage_collector_paused():
         created: list[RegionOp] = []
         for function in host_functions(module):
-            assert isinstance(function, func.FuncOp)
             created += merge_block(function.body.block)
         return created
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @dataclass(frozen=True)

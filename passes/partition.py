@@ -21,6 +21,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from byoc.dialects.extern import COMPILER_ATTR, CallOp, RegionOp, YieldOp
 from byoc.passes.annotate import host_functions
 from byoc.passes.merge_regions import merge_regions
+from byoc.passes.speed import garbage_collector_paused
 
 
 class SymbolNamer:
@@ -79,14 +80,15 @@ def partition(module: ModuleOp) -> list[func.FuncOp]:
     """Outline every extern.region of the module; returns the new functions."""
     namer = SymbolNamer(module)
     outlined: list[func.FuncOp] = []
-    for host in list(host_functions(module)):
-        regions = [op for op in host.body.block.ops if isinstance(op, RegionOp)]
-        anchor = host
-        for region_op in regions:
-            function = outline(region_op, namer.fresh(region_op.compiler.data))
-            Rewriter.insert_op(function, InsertPoint.after(anchor))
-            anchor = function
-            outlined.append(function)
+    with garbage_collector_paused():
+        for host in list(host_functions(module)):
+            regions = [op for op in host.body.block.ops if isinstance(op, RegionOp)]
+            anchor = host
+            for region_op in regions:
+                function = outline(region_op, namer.fresh(region_op.compiler.data))
+                Rewriter.insert_op(function, InsertPoint.after(anchor))
+                anchor = function
+                outlined.append(function)
     return outlined
 
 
