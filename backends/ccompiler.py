@@ -55,4 +55,5 @@ backend = Backend(
     ops={name: always for name in SUPPORTED},
     codegen=codegen,
     description="C generated through emitc, compiled by the system C compiler",
+    source=generate_c,
 )

@@ -57,6 +57,8 @@ class Backend:
     ops: Mapping[str, Check]
     codegen: Codegen
     description: str = ""
+    source: Callable[[ModuleOp], str] | None = None
+    """The generated source of outlined functions, for showing (`--emit-c`)."""
 
     def check(self, op: Operation) -> str | None:
         """None when this backend takes `op`, else why it does not."""

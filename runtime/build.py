@@ -57,8 +57,12 @@ def main_function(module: ModuleOp, entry: str = "main") -> func.FuncOp:
     raise ByocError(f"error: the module has no function @{entry}")
 
 
-def tensor_specs(types: Sequence[Attribute], prefix: str) -> list[TensorSpec]:
+def tensor_specs(
+    types: Sequence[Attribute], prefix: str, names: Sequence[str | None] = ()
+) -> list[TensorSpec]:
+    """Shapes and dtypes of `@main`'s inputs or outputs (named by their SSA names)."""
     specs: list[TensorSpec] = []
+    names = list(names) + [None] * (len(types) - len(names))
     for i, typ in enumerate(types):
         if not isinstance(typ, TensorType) or any(d < 0 for d in typ.get_shape()):
             raise ByocError(
@@ -66,7 +70,11 @@ def tensor_specs(types: Sequence[Attribute], prefix: str) -> list[TensorSpec]:
                 "static-shape tensor"
             )
         specs.append(
-            TensorSpec(f"{prefix}{i}", tuple(typ.get_shape()), numpy_dtype(typ.element_type))
+            TensorSpec(
+                names[i] or f"{prefix}{i}",
+                tuple(typ.get_shape()),
+                numpy_dtype(typ.element_type),
+            )
         )
     return specs
 
@@ -121,6 +129,14 @@ def run_codegen(backend: Backend, functions: ModuleOp) -> Artifact:
     return artifact
 
 
+def partition_for(module: ModuleOp, backends: Sequence[Backend]) -> None:
+    """Annotate, merge and outline `module` in place for `backends`."""
+    if backends:
+        annotate(module, backends)
+        merge_regions(module)
+        partition(module)
+
+
 def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     source: Source,
     targets: Sequence[str] | str | None = ("ccompiler",),
@@ -131,13 +147,14 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     backends = parse_targets(targets)
     module = load_source(source)
     main = main_function(module)
-    inputs = tensor_specs(main.function_type.inputs.data, "input")
+    inputs = tensor_specs(
+        main.function_type.inputs.data,
+        "input",
+        [a.name_hint for a in main.body.block.args],
+    )
     outputs = tensor_specs(main.function_type.outputs.data, "output")
 
-    if backends:
-        annotate(module, backends)
-        merge_regions(module)
-        partition(module)
+    partition_for(module, backends)
     partitioned_ir = str(module)
     digest = hashlib.sha256(partitioned_ir.encode()).hexdigest()[:12]
     prefix = f"byoc_{digest}_"

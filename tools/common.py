@@ -66,8 +66,8 @@ def run_cli(body: Callable[[], object]) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except SystemExit as err:
-        return err.code if isinstance(err.code, int) else 1
+    except SystemExit as err:  # argparse: --help is 0, a bad option is 1
+        return 0 if err.code in (0, None) else 1
     except Exception as err:  # never a traceback for the user
         print(f"error: internal compiler error: {type(err).__name__}: {err}", file=sys.stderr)
         return 1

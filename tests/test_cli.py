@@ -1,0 +1,181 @@
+"""The command-line tools: what they print on good input, and how they fail on bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BIN = Path(sys.executable).parent
+EXAMPLES = Path(__file__).parent.parent / "examples"
+GUIDE = EXAMPLES / "byoc_guide.mlir"
+
+ILL_TYPED = """\
+func.func @main(%a: tensor<10x10xf32>, %b: tensor<3xf32>) -> tensor<10x10xf32> {
+  %0 = relay.add %a, %b : (tensor<10x10xf32>, tensor<3xf32>) -> tensor<10x10xf32>
+  func.return %0 : tensor<10x10xf32>
+}
+"""
+
+SYNTAX_ERROR = """\
+func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = relay.add %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %1 = relay.frobnicate %0 : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %1 : tensor<4xf32>
+}
+"""
+
+TANH_CHAIN = """\
+func.func @main(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>, %c: tensor<10x10xf32>, %d: tensor<10x10xf32>) -> tensor<10x10xf32> {
+  %0 = relay.add %a, %b : (tensor<10x10xf32>, tensor<10x10xf32>) -> tensor<10x10xf32>
+  %1 = relay.tanh %0 : (tensor<10x10xf32>) -> tensor<10x10xf32>
+  %2 = relay.multiply %1, %c : (tensor<10x10xf32>, tensor<10x10xf32>) -> tensor<10x10xf32>
+  %3 = relay.subtract %2, %d : (tensor<10x10xf32>, tensor<10x10xf32>) -> tensor<10x10xf32>
+  func.return %3 : tensor<10x10xf32>
+}
+"""
+
+
+def run(tool: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / tool), *map(str, args)], capture_output=True, text=True
+    )
+
+
+def assert_clean_failure(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    for needle in needles:
+        assert needle in proc.stderr, proc.stderr
+
+
+@pytest.fixture
+def write(tmp_path: Path):
+    def write(text: str, name: str = "model.mlir") -> Path:
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+
+    return write
+
+
+TOOLS_ON_FILES = [
+    ("byoc-opt", ()),
+    ("byoc-opt", ("--annotate", "--partition")),
+    ("byoc-translate", ("--emit-c",)),
+    ("byoc-run", ("--check",)),
+]
+
+
+@pytest.mark.parametrize("tool,flags", TOOLS_ON_FILES)
+def test_ill_typed_input_names_the_place(tool, flags, write):
+    path = write(ILL_TYPED)
+    proc = run(tool, path, *flags)
+    assert_clean_failure(proc, f"{path}:2:3: error: 'relay.add': operand shapes")
+
+
+@pytest.mark.parametrize("tool,flags", TOOLS_ON_FILES)
+def test_syntax_error_names_the_place(tool, flags, write):
+    path = write(SYNTAX_ERROR)
+    proc = run(tool, path, *flags)
+    assert_clean_failure(proc, f"{path}:3:", "relay.frobnicate is not registered")
+
+
+@pytest.mark.parametrize("tool,flags", TOOLS_ON_FILES)
+def test_missing_file(tool, flags, tmp_path):
+    proc = run(tool, tmp_path / "nope.mlir", *flags)
+    assert_clean_failure(proc, "nope.mlir")
+
+
+@pytest.mark.parametrize(
+    "tool,flags",
+    [
+        ("byoc-opt", ("--annotate=nosuch",)),
+        ("byoc-translate", ("--emit-c", "--annotate=nosuch")),
+        ("byoc-run", ("--annotate=nosuch",)),
+    ],
+)
+def test_unknown_backend_lists_the_known_ones(tool, flags):
+    proc = run(tool, GUIDE, *flags)
+    assert_clean_failure(proc, "unknown backend 'nosuch'", "ccompiler")
+
+
+@pytest.mark.parametrize("tool", ["byoc-opt", "byoc-translate", "byoc-run"])
+def test_bad_option_exits_1(tool):
+    proc = run(tool, GUIDE, "--no-such-flag")
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+
+
+def test_binary_garbage_input(write, tmp_path):
+    path = tmp_path / "garbage.mlir"
+    path.write_bytes(bytes(range(256)) * 4)
+    for tool in ("byoc-opt", "byoc-run"):
+        assert_clean_failure(run(tool, path))
+
+
+def test_opt_partitions_the_guide_example():
+    proc = run("byoc-opt", GUIDE, "--annotate", "--partition")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("extern.call @ccompiler_0(") == 1
+    assert "func.func private @ccompiler_0" in proc.stdout
+    assert "ccompiler_1" not in proc.stdout
+
+
+def test_translate_emits_c_that_compiles_with_warnings_as_errors(write, tmp_path):
+    path = write(TANH_CHAIN)
+    proc = run("byoc-translate", path, "--emit-c", "--annotate=ccompiler")
+    assert proc.returncode == 0, proc.stderr
+    source = tmp_path / "kernels.c"
+    source.write_text(proc.stdout)
+    cc = subprocess.run(
+        ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-c", str(source), "-o", str(tmp_path / "k.o")],
+        capture_output=True,
+        text=True,
+    )
+    assert cc.returncode == 0, cc.stderr + proc.stdout
+    assert "ccompiler_0" in proc.stdout and "ccompiler_1" in proc.stdout
+    assert "tanh" not in proc.stdout  # tanh stays on the host
+
+
+def test_run_checks_against_the_reference(write, tmp_path):
+    path = write(TANH_CHAIN)
+    out = tmp_path / "out.npz"
+    proc = run("byoc-run", path, "--annotate=ccompiler", "--check", "--output", out)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert "matches the reference" in proc.stdout
+    assert "ccompiler: 2 function(s)" in proc.stdout
+    with np.load(out) as data:
+        assert data[data.files[0]].shape == (10, 10)
+
+
+def test_run_reads_inputs_by_name(write, tmp_path):
+    path = write(TANH_CHAIN)
+    rng = np.random.default_rng(1)
+    arrays = {k: rng.standard_normal((10, 10)).astype(np.float32) for k in "abcd"}
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, **arrays)
+    out = tmp_path / "out.npz"
+    proc = run("byoc-run", path, "--inputs", inputs, "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    a, b, c, d = (arrays[k] for k in "abcd")
+    with np.load(out) as data:
+        np.testing.assert_allclose(data[data.files[0]], np.tanh(a + b) * c - d, rtol=1e-6, atol=1e-6)
+
+
+def test_run_rejects_inputs_of_the_wrong_shape(write, tmp_path):
+    path = write(TANH_CHAIN)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, **{k: np.zeros((10, 9), np.float32) for k in "abcd"})
+    proc = run("byoc-run", path, "--inputs", inputs)
+    assert_clean_failure(proc, "argument 0 (a) has shape (10, 9); expected (10, 10)")
+
+
+def test_run_rejects_a_corrupt_npz(write, tmp_path):
+    path = write(TANH_CHAIN)
+    inputs = tmp_path / "in.npz"
+    inputs.write_bytes(b"PK\x03\x04 not really a zip")
+    assert_clean_failure(run("byoc-run", path, "--inputs", inputs), "cannot read the inputs")

@@ -1,0 +1,136 @@
+"""byoc-run: compile a model, run it on arrays, and optionally check it.
+
+    byoc-run model.mlir --annotate=ccompiler --check
+    byoc-run model.mlir --inputs in.npz --output out.npz
+
+Without --inputs, inputs are seeded random normal arrays. --check compares the
+results with the numpy reference interpreter and exits with status 1 on a
+mismatch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from byoc.backends import DEFAULT_BACKEND
+from byoc.frontend.diagnostics import ByocError
+from byoc.runtime.build import compile, load_source
+from byoc.runtime.compiled import CompiledModule
+from byoc.runtime.reference import run_reference
+from byoc.tools.common import run_cli
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="byoc-run", description="Compile and run a model on numpy arrays."
+    )
+    p.add_argument("file", help="relay-dialect .mlir file")
+    p.add_argument(
+        "--annotate",
+        nargs="?",
+        const=DEFAULT_BACKEND,
+        default=DEFAULT_BACKEND,
+        metavar="BACKENDS",
+        help="backends in priority order, comma-separated (default "
+        f"{DEFAULT_BACKEND}; empty: host only)",
+    )
+    p.add_argument("--inputs", help=".npz with one array per input of @main")
+    p.add_argument("--output", help="write the results to this .npz")
+    p.add_argument("--seed", type=int, default=0, help="seed of random inputs")
+    p.add_argument(
+        "--check", action="store_true", help="compare with the reference interpreter"
+    )
+    p.add_argument("--rtol", type=float, default=1e-5)
+    p.add_argument("--atol", type=float, default=1e-6)
+    p.add_argument(
+        "--runs", type=int, default=0, help="also time this many runs (median)"
+    )
+    return p
+
+
+def load_inputs(path: str | None, model: CompiledModule, seed: int) -> list[np.ndarray]:
+    """Arrays for @main's inputs: from an .npz (by name, else in order) or random."""
+    if path is None:
+        rng = np.random.default_rng(seed)
+        return [rng.standard_normal(s.shape).astype(s.dtype) for s in model.inputs]
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except Exception as err:
+        raise ByocError(f"error: {path}: cannot read the inputs: {err}") from None
+    names = [s.name for s in model.inputs]
+    if all(n in arrays for n in names):
+        return [arrays[n] for n in names]
+    if len(arrays) != len(names):
+        raise ByocError(
+            f"error: {path}: has arrays {sorted(arrays)}; @main takes "
+            f"{len(names)} inputs ({', '.join(names)})"
+        )
+    return list(arrays.values())
+
+
+def partition_summary(model: CompiledModule) -> str:
+    lines = []
+    for artifact in model.artifacts:
+        lines.append(
+            f"  {artifact.backend}: {len(artifact.symbols)} function(s)"
+        )
+    return "\n".join(lines) if lines else "  host only"
+
+
+def run(args: argparse.Namespace) -> int:
+    targets = [t for t in args.annotate.split(",") if t.strip()]
+    started = time.perf_counter()
+    model = compile(args.file, targets=targets)
+    compiled_in = time.perf_counter() - started
+    print(f"compiled {args.file} in {compiled_in:.2f} s")
+    print(partition_summary(model))
+    inputs = load_inputs(args.inputs, model, args.seed)
+    outputs = model(*inputs)
+    results = list(outputs) if isinstance(outputs, tuple) else [outputs]
+    for spec, value in zip(model.outputs, results):
+        print(f"  {spec.name}: shape {value.shape} {value.dtype}")
+    if args.output:
+        np.savez(args.output, **{s.name: v for s, v in zip(model.outputs, results)})
+    if args.runs > 0:
+        times = []
+        for _ in range(args.runs):
+            t0 = time.perf_counter()
+            model(*inputs)
+            times.append(time.perf_counter() - t0)
+        print(f"median latency over {args.runs} runs: {np.median(times) * 1e6:.1f} us")
+    if args.check:
+        expected = run_reference(load_source(args.file), inputs)
+        worst = 0.0
+        ok = True
+        for spec, got, want in zip(model.outputs, results, expected):
+            want = np.asarray(want, dtype=spec.dtype)
+            close = np.allclose(got, want, rtol=args.rtol, atol=args.atol, equal_nan=True)
+            err = float(np.max(np.abs(got - want))) if got.size else 0.0
+            worst = max(worst, err)
+            if not close:
+                ok = False
+                print(f"MISMATCH {spec.name}: max abs error {err:g}", file=sys.stderr)
+        if not ok:
+            return 1
+        print(f"check: matches the reference (max abs error {worst:g})")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    status = 0
+
+    def body() -> None:
+        nonlocal status
+        status = run(parser().parse_args(argv))
+
+    return run_cli(body) or status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

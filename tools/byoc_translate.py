@@ -1,0 +1,72 @@
+"""byoc-translate: show the code byoc generates for a model's external functions.
+
+    byoc-translate model.mlir --emit-c
+    byoc-translate model.mlir --emit-c --annotate=ccompiler
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from byoc.backends import DEFAULT_BACKEND, parse_targets
+from byoc.runtime.build import functions_of, load_source, partition_for
+from byoc.tools.common import run_cli
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="byoc-translate", description="Print the code generated for a model."
+    )
+    p.add_argument("file", help="relay-dialect .mlir file")
+    p.add_argument(
+        "--emit-c",
+        action="store_true",
+        help="print the C of every external function",
+    )
+    p.add_argument(
+        "--annotate",
+        default=DEFAULT_BACKEND,
+        metavar="BACKENDS",
+        help=f"backends in priority order, comma-separated (default {DEFAULT_BACKEND})",
+    )
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    return p
+
+
+def translate(args: argparse.Namespace) -> str:
+    backends = parse_targets(args.annotate)
+    module = load_source(args.file)
+    partition_for(module, backends)
+    parts: list[str] = []
+    for backend in backends:
+        functions = functions_of(module, backend.name)
+        if functions.ops.first is None:
+            continue
+        if backend.source is None:
+            parts.append(f"// backend '{backend.name}' does not generate C\n")
+        else:
+            parts.append(f"// backend: {backend.name}\n{backend.source(functions)}")
+    if not parts:
+        return "// no external functions: every op runs on the host\n"
+    return "\n".join(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    def body() -> None:
+        args = parser().parse_args(argv)
+        if not args.emit_c:
+            parser().error("nothing to do: give --emit-c")
+        text = translate(args)
+        if args.output:
+            with open(args.output, "w") as f:
+                f.write(text)
+        else:
+            sys.stdout.write(text)
+
+    return run_cli(body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
