@@ -1,54 +1,35 @@
 """Reading relay-dialect text into verified IR, with errors that name file:line:col.
 
 xDSL's parser does not keep source positions on operations, so `SourceParser`
-records where each op starts; `verify_module` then reports a failing verifier
-at that place instead of printing the whole module.
+records where each op starts and, once the module is parsed, gives every op a
+`FileLineColLoc` (in one sweep over the text, so it stays linear). Locations
+survive cloning and the graph passes, so any later diagnostic (a verifier, a
+strict partition, a report) can name the place.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
-from xdsl.utils.lexer import Span
 
 from byoc.dialects import make_context
 from byoc.frontend.diagnostics import ByocError, format_parse_error
 
 
-class SourceMap:
-    """Where each parsed op starts in its source text."""
-
-    def __init__(self, line_offset: int = 0) -> None:
-        self._spans: dict[int, tuple[Operation, Span]] = {}
-        self.line_offset = line_offset
-        """Lines before this text in its file (for `--split-input-file` chunks)."""
-
-    def record(self, op: Operation, span: Span) -> None:
-        self._spans[id(op)] = (op, span)
-
-    def location(self, op: Operation | None) -> str | None:
-        """`file:line:col` of `op`, or of its nearest parsed ancestor."""
-        while op is not None:
-            entry = self._spans.get(id(op))
-            if entry is not None and entry[0] is op:
-                span = dataclasses.replace(entry[1], line_offset=self.line_offset)
-                return str(span.get_location())
-            op = op.parent_op()
-        return None
-
-
 class SourceParser(Parser):
-    """A Parser that records the source position of every operation."""
+    """A Parser that gives every operation its source location."""
 
-    def __init__(self, ctx: Context, text: str, name: str, source_map: SourceMap):
+    def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
         super().__init__(ctx, text, name)
-        self.source_map = source_map
+        self._text = text
+        self._name = name
+        self._line_offset = line_offset
+        self._starts: list[tuple[int, Operation]] = []
 
     def parse_operation(self) -> Operation:
         span = self._current_token.span
@@ -57,13 +38,50 @@ class SourceParser(Parser):
         except VerifyException as err:
             # Declarative formats check operand/result constraints while parsing.
             raise ParseError(span, str(err)) from None
-        self.source_map.record(op, span)
+        self._starts.append((span.start, op))
         return op
 
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        module = super().parse_module(allow_implicit_module)
+        self._attach_locations()
+        return module
 
-def verify_module(
-    module: ModuleOp, source_map: SourceMap | None = None, name: str = "<input>"
-) -> None:
+    def _attach_locations(self) -> None:
+        """Set `op.location` from the recorded offsets, counting lines once."""
+        filename = StringAttr(self._name)
+        text = self._text
+        line, line_start, pos = 1, 0, 0
+        for start, op in sorted(self._starts, key=lambda entry: entry[0]):
+            newlines = text.count("\n", pos, start)
+            if newlines:
+                line += newlines
+                line_start = text.rindex("\n", pos, start) + 1
+            pos = start
+            op.location = FileLineColLoc(
+                filename,
+                IntAttr(line + self._line_offset),
+                IntAttr(start - line_start + 1),
+            )
+        self._starts.clear()
+
+
+def location_of(op: Operation | None) -> str | None:
+    """`file:line:col` of `op`, or of its nearest located ancestor."""
+    while op is not None:
+        loc = op.location
+        if isinstance(loc, FileLineColLoc):
+            return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+        op = op.parent_op()
+    return None
+
+
+def describe(op: Operation) -> str:
+    """Where `op` is and what it is, for a message: `file:line:col: 'relay.tanh'`."""
+    where = location_of(op)
+    return f"{where}: '{op.name}'" if where else f"'{op.name}'"
+
+
+def verify_module(module: ModuleOp, name: str = "<input>") -> None:
     """Verify every op; the first failure becomes a ByocError naming its place."""
     for op in module.walk():
         try:
@@ -73,22 +91,19 @@ def verify_module(
             message = str(cause).strip()
             if not message.startswith("'"):
                 message = f"'{op.name}': {message}"
-            where = (source_map.location(op) if source_map else None) or name
+            where = location_of(op) or name
             raise ByocError(f"{where}: error: {message}") from None
 
 
-def parse_text(
-    text: str, name: str = "<input>", ctx: Context | None = None
-) -> tuple[ModuleOp, SourceMap]:
+def parse_text(text: str, name: str = "<input>", ctx: Context | None = None) -> ModuleOp:
     """Parse and verify relay-dialect text, raising ByocError on bad input."""
-    source_map = SourceMap()
-    parser = SourceParser(ctx or make_context(), text, name, source_map)
+    parser = SourceParser(ctx or make_context(), text, name)
     try:
         module = parser.parse_module()
     except ParseError as err:
         raise ByocError(format_parse_error(err)) from None
-    verify_module(module, source_map, name)
-    return module, source_map
+    verify_module(module, name)
+    return module
 
 
 def parse_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:
@@ -98,4 +113,4 @@ def parse_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as err:
         raise ByocError(f"{path}: error: cannot read the file: {err}") from None
-    return parse_text(text, str(path), ctx)[0]
+    return parse_text(text, str(path), ctx)

@@ -194,6 +194,7 @@ def materialise(region: Region) -> RegionOp:
         del op.attributes[TARGET_ATTR]
     body.add_op(YieldOp(outputs))
     region_op = RegionOp(region.backend, inputs, [r.type for r in outputs], body)
+    region_op.location = region.ops[0].location
     for result, new in zip(outputs, region_op.outputs):
         for use in list(result.uses):
             # The body and the yield keep the inner value; outside users switch.

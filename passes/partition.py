@@ -63,7 +63,9 @@ def outline(region_op: RegionOp, name: str) -> func.FuncOp:
         visibility="private",
     )
     function.attributes[COMPILER_ATTR] = StringAttr(backend)
+    function.location = region_op.location
     call = CallOp(name, list(region_op.inputs), [r.type for r in region_op.outputs])
+    call.location = region_op.location
     # Rewire users from their side: linear even for widely used values.
     for old, new in zip(region_op.outputs, call.res):
         for use in list(old.uses):

@@ -40,7 +40,7 @@ def load_source(source: Source) -> ModuleOp:
     ):
         return parse_file(source)
     if isinstance(source, str):
-        return parse_text(source, "<string>")[0]
+        return parse_text(source, "<string>")
     raise ByocError(
         f"error: cannot compile a {type(source).__name__}; pass a path, relay text "
         "or a ModuleOp"

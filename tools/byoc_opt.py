@@ -18,7 +18,7 @@ from xdsl.universe import Universe
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from byoc.dialects import BYOC_DIALECTS, UPSTREAM_DIALECTS
-from byoc.frontend.parse import SourceMap, SourceParser, verify_module
+from byoc.frontend.parse import SourceParser, verify_module
 from byoc.passes import BYOC_PASSES
 from byoc.targets import BYOC_TARGETS
 from byoc.tools.common import add_partition_arguments, graph_passes, run_cli
@@ -39,13 +39,12 @@ class ByocOptMain(xDSLOptMain):
     def register_all_frontends(self) -> None:
         def parse_mlir(io: IO[bytes]) -> ModuleOp:
             name = self.get_input_name()
-            source_map = SourceMap(self._chunk_offset)
             text = io.read().decode("utf-8", errors="replace")
-            module = SourceParser(self.ctx, text, name, source_map).parse_module(
+            module = SourceParser(self.ctx, text, name, self._chunk_offset).parse_module(
                 not self.args.no_implicit_module
             )
             if not self.args.disable_verify:
-                verify_module(module, source_map, name)
+                verify_module(module, name)
             return module
 
         self.available_frontends["mlir"] = parse_mlir
