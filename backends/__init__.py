@@ -6,13 +6,14 @@ import re
 from functools import cache
 from importlib.metadata import entry_points
 
-from byoc.backends.spec import Artifact, Backend, Check, always
+from byoc.backends.spec import Artifact, Backend, Check, Composite, always
 from byoc.frontend.diagnostics import ByocError
 
 __all__ = [
     "Artifact",
     "Backend",
     "Check",
+    "Composite",
     "always",
     "available_backends",
     "get_backend",

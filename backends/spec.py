@@ -6,7 +6,7 @@ entry point group; byoc's own backends register the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,27 @@ class Artifact:
     """Python objects that must live as long as the compiled model."""
 
 
+def no_check(ops: Sequence[Operation]) -> str | None:
+    """The check of a composite taken whatever its ops' shapes and attributes."""
+    return None
+
+
+@dataclass(frozen=True)
+class Composite:
+    """A chain of ops a backend takes as one unit, e.g. conv2d → bias_add → relu.
+
+    Each op after the first consumes the previous op's result as its first
+    operand, and is that result's only user. Matched ops are annotated
+    together, before any single-op support is asked, and carry
+    `extern.composite = "<backend>.<name>"` so the codegen can fuse them.
+    """
+
+    name: str
+    ops: tuple[str, ...]
+    check: Callable[[Sequence[Operation]], str | None] = no_check
+    """None to take the matched ops (in chain order), else why not."""
+
+
 Codegen = Callable[[ModuleOp], Artifact]
 """Turns a module holding one backend's outlined functions into an Artifact."""
 
@@ -59,6 +80,8 @@ class Backend:
     description: str = ""
     source: Callable[[ModuleOp], str] | None = None
     """The generated source of outlined functions, for showing (`--emit-c`)."""
+    composites: tuple[Composite, ...] = ()
+    """Patterns taken as units, tried (longest first) before single ops."""
 
     def check(self, op: Operation) -> str | None:
         """None when this backend takes `op`, else why it does not."""

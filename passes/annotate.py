@@ -1,8 +1,12 @@
 """Annotate: mark each op with the first backend (in priority order) that takes it.
 
-A taken op gets the discardable attribute `extern.target = "<backend>"`; ops no
-backend takes stay unmarked and run on the host. An op that already carries
-`extern.target` (annotated by hand) is left as it is.
+For each backend in priority order, its composite patterns are matched first
+(longest first), then its single-op checks are asked about every op still
+unmarked. A taken op gets the discardable attribute
+`extern.target = "<backend>"` (and `extern.composite = "<backend>.<pattern>"`
+when a pattern took it); ops no backend takes stay unmarked and run on the
+host. An op that already carries `extern.target` (annotated by hand) is left
+as it is.
 """
 
 from __future__ import annotations
@@ -13,11 +17,13 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
-from byoc.backends import DEFAULT_BACKEND, Backend, parse_targets
-from byoc.dialects.extern import COMPILER_ATTR, TARGET_ATTR
+from byoc.backends import DEFAULT_BACKEND, Backend, Composite, parse_targets
+from byoc.dialects.extern import COMPILER_ATTR, COMPOSITE_ATTR, TARGET_ATTR
+from byoc.frontend.diagnostics import ByocError
+from byoc.frontend.parse import describe
 
 
 def host_functions(module: ModuleOp) -> Iterator[func.FuncOp]:
@@ -36,24 +42,96 @@ def is_graph_op(op: Operation) -> bool:
     return op.name.startswith("relay.")
 
 
-def annotate(module: ModuleOp, backends: Sequence[Backend]) -> dict[Operation, list[str]]:
-    """Mark ops for backends; returns, for each op left on the host, why."""
-    # One attribute object per backend, shared by every op it takes.
-    tags = {b.name: StringAttr(b.name) for b in backends}
+def match_chain(
+    root: Operation, pattern: Composite, position: dict[Operation, int]
+) -> list[Operation] | None:
+    """The ops of `pattern` starting at `root`, or None if they do not form it.
+
+    Besides the chain value, the ops may only read values defined before the
+    root, so the chain can be one unit without any path leaving and
+    re-entering it.
+    """
+    if root.name != pattern.ops[0] or TARGET_ATTR in root.attributes:
+        return None
+    chain = [root]
+    start = position[root]
+    for name in pattern.ops[1:]:
+        results = chain[-1].results
+        if len(results) != 1:
+            return None
+        uses = list(results[0].uses)
+        if len(uses) != 1 or uses[0].index != 0:
+            return None
+        user = uses[0].operation
+        if user.name != name or TARGET_ATTR in user.attributes:
+            return None
+        for operand in user.operands[1:]:
+            owner = operand.owner
+            if isinstance(owner, Operation) and position.get(owner, start) >= start:
+                return None
+        chain.append(user)
+    return chain
+
+
+def annotate_block(
+    block: Block, backends: Sequence[Backend], declined: dict[Operation, list[str]]
+) -> None:
+    """Mark the ops of `block`; record in `declined` why the others stay on the host."""
+    ops = [op for op in block.ops if is_graph_op(op)]
+    position = {op: i for i, op in enumerate(block.ops)}
+    reasons: dict[Operation, list[str]] = {}
+    for backend in backends:
+        tag = StringAttr(backend.name)
+        patterns = sorted(backend.composites, key=lambda c: -len(c.ops))
+        for pattern in patterns:
+            name = StringAttr(f"{backend.name}.{pattern.name}")
+            for op in ops:
+                chain = match_chain(op, pattern, position)
+                if chain is None:
+                    continue
+                reason = pattern.check(chain)
+                if reason is not None:
+                    for member in chain:
+                        reasons.setdefault(member, []).append(
+                            f"{backend.name}: pattern {pattern.name} declined: {reason}"
+                        )
+                    continue
+                for member in chain:
+                    member.attributes[TARGET_ATTR] = tag
+                    member.attributes[COMPOSITE_ATTR] = name
+        for op in ops:
+            if TARGET_ATTR in op.attributes:
+                continue
+            reason = backend.check(op)
+            if reason is None:
+                op.attributes[TARGET_ATTR] = tag
+            else:
+                reasons.setdefault(op, []).append(reason)
+    for op in ops:
+        if TARGET_ATTR not in op.attributes:
+            declined[op] = reasons.get(op, [])
+
+
+def annotate(
+    module: ModuleOp, backends: Sequence[Backend], strict: bool = False
+) -> dict[Operation, list[str]]:
+    """Mark ops for backends; returns, for each op left on the host, why.
+
+    With `strict`, an op no backend takes is an error listing every such op.
+    """
     declined: dict[Operation, list[str]] = {}
     for function in host_functions(module):
-        for op in function.body.block.ops:
-            if not is_graph_op(op) or TARGET_ATTR in op.attributes:
-                continue
-            reasons: list[str] = []
-            for backend in backends:
-                reason = backend.check(op)
-                if reason is None:
-                    op.attributes[TARGET_ATTR] = tags[backend.name]
-                    break
-                reasons.append(reason)
-            else:
-                declined[op] = reasons
+        annotate_block(function.body.block, backends, declined)
+    if strict and declined:
+        lines = [
+            f"  {describe(op)}: {'; '.join(why) or 'no backend given'}"
+            for op, why in declined.items()
+        ]
+        raise ByocError(
+            f"error: --no-fallback: {len(declined)} op(s) are not supported by "
+            f"{', '.join(b.name for b in backends) or 'any backend'}:\n"
+            + "\n".join(lines)
+        )
     return declined
 
 
@@ -66,5 +144,8 @@ class AnnotatePass(ModulePass):
     targets: tuple[str, ...] = (DEFAULT_BACKEND,)
     """Backends in priority order: `byoc-annotate{targets=cblas,ccompiler}`."""
 
+    no_fallback: bool = False
+    """Fail, listing every op, when some op is taken by no backend."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        annotate(op, parse_targets(self.targets))
+        annotate(op, parse_targets(self.targets), strict=self.no_fallback)

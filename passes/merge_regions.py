@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
-from byoc.dialects.extern import TARGET_ATTR, RegionOp, YieldOp
+from byoc.dialects.extern import COMPOSITE_ATTR, TARGET_ATTR, RegionOp, YieldOp
 from byoc.passes.annotate import host_functions
 from byoc.passes.speed import garbage_collector_paused
 
@@ -203,9 +203,24 @@ def materialise(region: Region) -> RegionOp:
     return region_op
 
 
-def merge_block(block: Block) -> list[RegionOp]:
+def prune(regions: list[Region], min_region_size: int) -> bool:
+    """Send regions of fewer than `min_region_size` ops back to the host."""
+    pruned = False
+    for region in regions:
+        if len(region.ops) < min_region_size:
+            pruned = True
+            for op in region.ops:
+                del op.attributes[TARGET_ATTR]
+                op.attributes.pop(COMPOSITE_ATTR, None)
+    return pruned
+
+
+def merge_block(block: Block, min_region_size: int = 1) -> list[RegionOp]:
     """Group the marked ops of `block` into extern.regions, in topological order."""
     regions, region_of = assign_regions(block)
+    # Pruning only unmarks ops, so this ends; usually one more sweep at most.
+    while prune(regions, min_region_size):
+        regions, region_of = assign_regions(block)
     if not regions:
         return []
     order = list(_units_in_topological_order(block, regions, region_of))
@@ -221,12 +236,15 @@ def merge_block(block: Block) -> list[RegionOp]:
     return created
 
 
-def merge_regions(module: ModuleOp) -> list[RegionOp]:
-    """Merge the marked ops of every host function; returns the new regions."""
+def merge_regions(module: ModuleOp, min_region_size: int = 1) -> list[RegionOp]:
+    """Merge the marked ops of every host function; returns the new regions.
+
+    Regions of fewer than `min_region_size` ops go back to the host.
+    """
     with garbage_collector_paused():
         created: list[RegionOp] = []
         for function in host_functions(module):
-            created += merge_block(function.body.block)
+            created += merge_block(function.body.block, min_region_size)
         return created
 
 
@@ -236,5 +254,8 @@ class MergeRegionsPass(ModulePass):
 
     name = "byoc-merge-regions"
 
+    min_region_size: int = 1
+    """Regions with fewer ops than this go back to the host."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        merge_regions(op)
+        merge_regions(op, self.min_region_size)

@@ -100,8 +100,11 @@ class PartitionPass(ModulePass):
 
     name = "byoc-partition"
 
+    min_region_size: int = 1
+    """Regions with fewer ops than this go back to the host."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        merge_regions(op)
+        merge_regions(op, self.min_region_size)
         partition(op)
 
 

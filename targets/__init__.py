@@ -11,7 +11,21 @@ def _c() -> type[Target]:
     return CTarget
 
 
+def _report() -> type[Target]:
+    from byoc.targets.report import ReportTarget
+
+    return ReportTarget
+
+
+def _dot() -> type[Target]:
+    from byoc.targets.dot import DotTarget
+
+    return DotTarget
+
+
 BYOC_TARGETS: dict[str, Callable[[], type[Target]]] = {
     "c": _c,
+    "report": _report,
+    "dot": _dot,
 }
 """byoc's output targets by name."""

@@ -69,6 +69,9 @@ class ByocOptMain(xDSLOptMain):
         add_partition_arguments(arg_parser)
 
     def setup_pipeline(self) -> None:
+        if self.args.target == "report" and self.args.annotate:
+            # The report explains host ops with the backends' own reasons.
+            self.args.target = f"report{{targets={self.args.annotate}}}"
         flags = graph_passes(self.args)
         if flags:
             spec = ",".join(flags)

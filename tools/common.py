@@ -34,17 +34,31 @@ def add_partition_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="merge, then outline each region into a function",
     )
+    group.add_argument(
+        "--no-fallback",
+        action="store_true",
+        help="fail, listing every op, if some op is taken by no backend",
+    )
+    group.add_argument(
+        "--min-region-size",
+        type=int,
+        default=1,
+        metavar="N",
+        help="regions with fewer than N ops go back to the host (default 1)",
+    )
 
 
 def graph_passes(args: argparse.Namespace) -> list[str]:
     """The pass pipeline the partitioning flags ask for."""
     passes: list[str] = []
     if args.annotate is not None:
-        passes.append(f"byoc-annotate{{targets={args.annotate}}}")
+        strict = " no-fallback=true" if args.no_fallback else ""
+        passes.append(f"byoc-annotate{{targets={args.annotate}{strict}}}")
+    size = f"{{min-region-size={args.min_region_size}}}"
     if args.partition:
-        passes.append("byoc-partition")
+        passes.append(f"byoc-partition{size}")
     elif args.merge:
-        passes.append("byoc-merge-regions")
+        passes.append(f"byoc-merge-regions{size}")
     return passes
 
 
