@@ -1,0 +1,322 @@
+"""convert-relay-to-loops: relay functions on tensors become the loop-level IR of
+docs/architecture.md, which both exits (emitc, llvm) consume.
+
+Each function becomes destination-passing `(memref ins..., memref outs...) ->
+i32`. Its ops are walked once, in order: every op result gets a buffer (the
+function's output buffer when the result is returned, else a `memref.alloc`
+freed right after its last use) and the op's lowering writes into it.
+`extern.call` becomes a `func.call` whose `i32` status is or-ed into the
+function's status, so a failing kernel is never silent.
+
+To support a new op: give it a scalar builder in `SCALAR_BUILDERS` if it is
+elementwise, otherwise write an `OpLowering` and register it in `LOWERINGS`.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, math
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+    UnregisteredOp,
+)
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from byoc.dialects import extern, relay
+from byoc.frontend.diagnostics import ByocError
+from byoc.passes.loop_nests import (
+    I32,
+    BodyBuilder,
+    ConstantPool,
+    ScalarBuilder,
+    alloc,
+    copy_nest,
+    dealloc,
+    element_type_of,
+    elementwise_nest,
+)
+
+PASS_NAME = "convert-relay-to-loops"
+
+
+# --- Scalar builders: the body of an elementwise op, for one element ----------
+
+
+def _binary(op_type: type[Operation]) -> ScalarBuilder:
+    def build(b: BodyBuilder, args: Sequence[SSAValue], _: Attribute) -> SSAValue:
+        return b.scalar(op_type, args[0], args[1])
+
+    return build
+
+
+def _unary(op_type: type[Operation]) -> ScalarBuilder:
+    def build(b: BodyBuilder, args: Sequence[SSAValue], _: Attribute) -> SSAValue:
+        return b.scalar(op_type, args[0])
+
+    return build
+
+
+def _relu(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+    return b.scalar(arith.MaximumfOp, args[0], b.constant(0.0, typ))
+
+
+SCALAR_BUILDERS: dict[type[Operation], ScalarBuilder] = {
+    relay.AddOp: _binary(arith.AddfOp),
+    relay.SubtractOp: _binary(arith.SubfOp),
+    relay.MultiplyOp: _binary(arith.MulfOp),
+    relay.DivideOp: _binary(arith.DivfOp),
+    relay.ReluOp: _relu,
+    relay.NegativeOp: _unary(arith.NegfOp),
+    relay.TanhOp: _unary(math.TanhOp),
+    relay.ExpOp: _unary(math.ExpOp),
+}
+"""Elementwise relay op class -> `(builder, scalar operands, element type) ->
+scalar result`, in operand order. Reusable wherever one element is computed
+(loop nests here, fused nests later)."""
+
+
+# --- Op lowerings: one per op family -----------------------------------------
+
+OpLowering = Callable[
+    [BodyBuilder, Operation, Sequence[SSAValue], Sequence[SSAValue]],
+    SSAValue | None,
+]
+"""`(builder, op, operand memrefs, result memrefs) -> i32 status or None`.
+
+Writes every result of `op` into the given (already allocated) result buffer;
+returns a status value only if the lowered code can fail (a call)."""
+
+
+def lower_elementwise(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers an elementwise op (any arity, numpy broadcasting) to one loop nest."""
+    scalar = SCALAR_BUILDERS[type(op)]
+    typ = element_type_of(results[0])
+    elementwise_nest(b, lambda inner, xs: scalar(inner, xs, typ), operands, results[0])
+
+
+def lower_call(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> SSAValue:
+    """Lowers `extern.call` to a destination-passing `func.call` returning its status."""
+    assert isinstance(op, extern.CallOp | func.CallOp)
+    call = func.CallOp(op.callee, [*operands, *results], [I32])
+    return b.insert(call).res[0]
+
+
+LOWERINGS: dict[type[Operation], OpLowering] = {
+    **{op_type: lower_elementwise for op_type in SCALAR_BUILDERS},
+    extern.CallOp: lower_call,
+    func.CallOp: lower_call,
+}
+"""Op class -> its lowering. Ops missing here are reported, never skipped."""
+
+_HINTS: dict[str, str] = {
+    "extern.region": " (outline regions with byoc-partition first)",
+}
+
+
+# --- Functions ----------------------------------------------------------------
+
+
+class TypeConverter:
+    """Tensor types to memref types, cached: building a type costs microseconds."""
+
+    def __init__(self) -> None:
+        self.memrefs: dict[Attribute, MemRefType] = {}
+
+    def memref(self, typ: Attribute, where: Callable[[], str]) -> MemRefType:
+        """The identity-layout memref of a static-shape tensor type."""
+        found = self.memrefs.get(typ)
+        if found is not None:
+            return found
+        if not isinstance(typ, TensorType) or any(d < 0 for d in typ.get_shape()):
+            raise ByocError(
+                f"error: {PASS_NAME}: {where()} has type {typ}; expected a "
+                "static-shape tensor"
+            )
+        found = MemRefType(typ.element_type, typ.get_shape())
+        self.memrefs[typ] = found
+        return found
+
+
+def is_loop_level(function: func.FuncOp) -> bool:
+    """Whether `function` already has the destination-passing signature."""
+    ftype = function.function_type
+    return tuple(ftype.outputs.data) == (I32,) and all(
+        isinstance(t, MemRefType) for t in ftype.inputs.data
+    )
+
+
+def convert_signature(function: func.FuncOp, types: TypeConverter) -> list[MemRefType]:
+    """Give `function` its destination-passing type; returns its argument memrefs."""
+    name = function.sym_name.data
+    ftype = function.function_type
+    ins = [
+        types.memref(t, lambda i=i: f"argument {i} of @{name}")
+        for i, t in enumerate(ftype.inputs.data)
+    ]
+    outs = [
+        types.memref(t, lambda i=i: f"result {i} of @{name}")
+        for i, t in enumerate(ftype.outputs.data)
+    ]
+    args = [*ins, *outs]
+    function.function_type = FunctionType.from_lists(args, [I32])
+    # Result attributes now describe the output arguments.
+    arg_attrs, res_attrs = function.arg_attrs, function.res_attrs
+    if arg_attrs is not None or res_attrs is not None:
+        empty = DictionaryAttr({})
+        function.arg_attrs = ArrayAttr(
+            [
+                *(arg_attrs.data if arg_attrs else [empty] * len(ins)),
+                *(res_attrs.data if res_attrs else [empty] * len(outs)),
+            ]
+        )
+        function.res_attrs = None
+    return args
+
+
+def convert_body(
+    function: func.FuncOp,
+    old: Block,
+    args: Sequence[MemRefType],
+    types: TypeConverter,
+) -> Block:
+    """The loop-level body computing what `old` computes, on the arguments `args`."""
+    name = function.sym_name.data
+    ops = list(old.ops)
+    ret = ops[-1] if ops else None
+    if not isinstance(ret, func.ReturnOp):
+        raise ByocError(f"error: {PASS_NAME}: @{name} does not end in func.return")
+    ops.pop()
+    returned = list(ret.arguments)
+
+    block = Block(arg_types=args)
+    n_in = len(old.args)
+    buffers: dict[SSAValue, SSAValue] = {}
+    for index, (old_arg, new_arg) in enumerate(zip(old.args, block.args)):
+        new_arg.name_hint = old_arg.name_hint or f"arg{index}"
+        buffers[old_arg] = new_arg
+    for index, out in enumerate(block.args[n_in:]):
+        out.name_hint = f"out{index}"
+
+    # Returned values are computed straight into their output buffer; a value
+    # that cannot be (an argument, or a value already returned) is copied there.
+    destinations: dict[SSAValue, SSAValue] = {}
+    copies: list[tuple[SSAValue, SSAValue]] = []
+    for value, out in zip(returned, block.args[n_in:]):
+        if isinstance(value, BlockArgument) or value in destinations:
+            copies.append((value, out))
+        else:
+            destinations[value] = out
+
+    # Liveness, linearly: the position of each value's last use (or definition).
+    last_use: dict[SSAValue, int] = {}
+    for position, op in enumerate(ops):
+        for value in op.operands:
+            last_use[value] = position
+        for value in op.results:
+            last_use[value] = position
+    frees: dict[int, list[SSAValue]] = {}
+    for value, position in last_use.items():
+        if not isinstance(value, BlockArgument) and value not in destinations:
+            frees.setdefault(position, []).append(value)
+
+    b = BodyBuilder(block, ConstantPool(block))
+    status: SSAValue | None = None
+    for position, op in enumerate(ops):
+        lowering = LOWERINGS.get(type(op))
+        if lowering is None:
+            op_name = op.op_name.data if isinstance(op, UnregisteredOp) else op.name
+            raise ByocError(
+                f"error: {PASS_NAME}: no lowering for '{op_name}' in @{name}"
+                f"{_HINTS.get(op_name, '')}"
+            )
+        operands = [buffers[v] for v in op.operands]
+        results: list[SSAValue] = []
+        for index, value in enumerate(op.results):
+            buffer = destinations.get(value)
+            if buffer is None:
+                typ = types.memref(
+                    value.type, lambda i=index: f"result {i} of '{op.name}' in @{name}"
+                )
+                buffer = alloc(b, typ)
+                buffer.name_hint = value.name_hint
+            buffers[value] = buffer
+            results.append(buffer)
+        op_status = lowering(b, op, operands, results)
+        if op_status is not None:
+            status = (
+                op_status
+                if status is None
+                else b.insert(arith.OrIOp(status, op_status)).result
+            )
+        for value in frees.get(position, ()):
+            dealloc(b, buffers[value])
+
+    for value, out in copies:
+        copy_nest(b, buffers[value], out)
+    b.insert(func.ReturnOp(status if status is not None else b.constant(0, I32)))
+    return block
+
+
+def convert_function(function: func.FuncOp, types: TypeConverter) -> None:
+    """Lower one relay function (or declaration) to the loop-level IR, in place."""
+    if is_loop_level(function):
+        return
+    region = function.body
+    blocks = list(region.blocks)
+    if len(blocks) > 1:
+        raise ByocError(
+            f"error: {PASS_NAME}: @{function.sym_name.data} has {len(blocks)} "
+            "blocks; expected one"
+        )
+    args = convert_signature(function, types)
+    if not blocks:
+        return
+    old = blocks[0]
+    new = convert_body(function, old, args, types)
+    region.detach_block(old)
+    region.add_block(new)
+    old.erase(safe_erase=False)
+
+
+def convert_relay_to_loops(module: ModuleOp) -> None:
+    """Lower every function of `module` to the loop-level IR."""
+    types = TypeConverter()
+    for op in module.body.block.ops:
+        if isinstance(op, func.FuncOp):
+            convert_function(op, types)
+
+
+@dataclass(frozen=True)
+class ConvertRelayToLoopsPass(ModulePass):
+    """Lowers relay functions on tensors to destination-passing loop nests on memrefs."""
+
+    name = PASS_NAME
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        enabled = gc.isenabled()
+        gc.disable()  # creating IR makes many objects and no garbage cycles
+        try:
+            convert_relay_to_loops(op)
+        finally:
+            if enabled:
+                gc.enable()

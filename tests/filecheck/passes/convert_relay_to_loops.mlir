@@ -1,0 +1,214 @@
+// RUN: byoc-opt %s -p convert-relay-to-loops | filecheck %s
+// RUN: byoc-opt %s -p convert-relay-to-loops,convert-relay-to-loops | filecheck %s
+
+// Same shapes: one loop per dim, the last one innermost; the result is computed
+// straight into the output buffer; status 0.
+func.func @add(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>) -> tensor<10x10xf32> {
+  %0 = relay.add %a, %b : (tensor<10x10xf32>, tensor<10x10xf32>) -> tensor<10x10xf32>
+  func.return %0 : tensor<10x10xf32>
+}
+
+// CHECK-LABEL:  func.func @add(%a: memref<10x10xf32>, %b: memref<10x10xf32>, %out0: memref<10x10xf32>) -> i32 {
+// CHECK-NEXT:     %c0 = arith.constant 0 : index
+// CHECK-NEXT:     %c1 = arith.constant 1 : index
+// CHECK-NEXT:     %c10 = arith.constant 10 : index
+// CHECK-NEXT:     %c0_i32 = arith.constant 0 : i32
+// CHECK-NEXT:     scf.for %i0 = %c0 to %c10 step %c1 {
+// CHECK-NEXT:       scf.for %i1 = %c0 to %c10 step %c1 {
+// CHECK-NEXT:         %[[A:.*]] = memref.load %a[%i0, %i1] : memref<10x10xf32>
+// CHECK-NEXT:         %[[B:.*]] = memref.load %b[%i0, %i1] : memref<10x10xf32>
+// CHECK-NEXT:         %[[S:.*]] = arith.addf %[[A]], %[[B]] : f32
+// CHECK-NEXT:         memref.store %[[S]], %out0[%i0, %i1] : memref<10x10xf32>
+// CHECK-NEXT:       }
+// CHECK-NEXT:     }
+// CHECK-NEXT:     func.return %c0_i32 : i32
+// CHECK-NEXT:   }
+
+// A missing leading dim drops the index.
+func.func @broadcast_row(%a: tensor<10x10xf32>, %b: tensor<10xf32>) -> tensor<10x10xf32> {
+  %0 = relay.subtract %a, %b : (tensor<10x10xf32>, tensor<10xf32>) -> tensor<10x10xf32>
+  func.return %0 : tensor<10x10xf32>
+}
+
+// CHECK-LABEL:  func.func @broadcast_row(%a: memref<10x10xf32>, %b: memref<10xf32>, %out0: memref<10x10xf32>) -> i32 {
+// CHECK:          scf.for %i0 = %c0 to %c10 step %c1 {
+// CHECK-NEXT:       scf.for %i1 = %c0 to %c10 step %c1 {
+// CHECK-NEXT:         %[[A:.*]] = memref.load %a[%i0, %i1] : memref<10x10xf32>
+// CHECK-NEXT:         %[[B:.*]] = memref.load %b[%i1] : memref<10xf32>
+// CHECK-NEXT:         %[[S:.*]] = arith.subf %[[A]], %[[B]] : f32
+// CHECK-NEXT:         memref.store %[[S]], %out0[%i0, %i1] : memref<10x10xf32>
+
+// A size-1 dim reads index 0.
+func.func @broadcast_outer(%a: tensor<1x10xf32>, %b: tensor<10x1xf32>) -> tensor<10x10xf32> {
+  %0 = relay.multiply %a, %b : (tensor<1x10xf32>, tensor<10x1xf32>) -> tensor<10x10xf32>
+  func.return %0 : tensor<10x10xf32>
+}
+
+// CHECK-LABEL:  func.func @broadcast_outer(%a: memref<1x10xf32>, %b: memref<10x1xf32>, %out0: memref<10x10xf32>) -> i32 {
+// CHECK:          scf.for %i0 = %c0 to %c10 step %c1 {
+// CHECK-NEXT:       scf.for %i1 = %c0 to %c10 step %c1 {
+// CHECK-NEXT:         %[[A:.*]] = memref.load %a[%c0, %i1] : memref<1x10xf32>
+// CHECK-NEXT:         %[[B:.*]] = memref.load %b[%i0, %c0] : memref<10x1xf32>
+// CHECK-NEXT:         %[[P:.*]] = arith.mulf %[[A]], %[[B]] : f32
+// CHECK-NEXT:         memref.store %[[P]], %out0[%i0, %i1] : memref<10x10xf32>
+
+// Intermediates are allocated and freed right after their last use; constants
+// are hoisted to the entry, once each.
+func.func @unary_chain(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = relay.nn.relu %x : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = relay.negative %0 : (tensor<4xf32>) -> tensor<4xf32>
+  %2 = relay.tanh %1 : (tensor<4xf32>) -> tensor<4xf32>
+  %3 = relay.exp %2 : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %3 : tensor<4xf32>
+}
+
+// CHECK-LABEL:  func.func @unary_chain(%x: memref<4xf32>, %out0: memref<4xf32>) -> i32 {
+// CHECK-NEXT:     %c0 = arith.constant 0 : index
+// CHECK-NEXT:     %c1 = arith.constant 1 : index
+// CHECK-NEXT:     %c4 = arith.constant 4 : index
+// CHECK-NEXT:     %cst = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:     %c0_i32 = arith.constant 0 : i32
+// CHECK-NEXT:     %[[R:.*]] = memref.alloc() : memref<4xf32>
+// CHECK-NEXT:     scf.for %[[I:.*]] = %c0 to %c4 step %c1 {
+// CHECK-NEXT:       %[[X:.*]] = memref.load %x[%[[I]]] : memref<4xf32>
+// CHECK-NEXT:       %[[Y:.*]] = arith.maximumf %[[X]], %cst : f32
+// CHECK-NEXT:       memref.store %[[Y]], %[[R]][%[[I]]] : memref<4xf32>
+// CHECK-NEXT:     }
+// CHECK-NEXT:     %[[N:.*]] = memref.alloc() : memref<4xf32>
+// CHECK-NEXT:     scf.for %[[I:.*]] = %c0 to %c4 step %c1 {
+// CHECK-NEXT:       %[[X:.*]] = memref.load %[[R]][%[[I]]] : memref<4xf32>
+// CHECK-NEXT:       %[[Y:.*]] = arith.negf %[[X]] : f32
+// CHECK-NEXT:       memref.store %[[Y]], %[[N]][%[[I]]] : memref<4xf32>
+// CHECK-NEXT:     }
+// CHECK-NEXT:     memref.dealloc %[[R]] : memref<4xf32>
+// CHECK-NEXT:     %[[T:.*]] = memref.alloc() : memref<4xf32>
+// CHECK-NEXT:     scf.for %[[I:.*]] = %c0 to %c4 step %c1 {
+// CHECK-NEXT:       %[[X:.*]] = memref.load %[[N]][%[[I]]] : memref<4xf32>
+// CHECK-NEXT:       %[[Y:.*]] = math.tanh %[[X]] : f32
+// CHECK-NEXT:       memref.store %[[Y]], %[[T]][%[[I]]] : memref<4xf32>
+// CHECK-NEXT:     }
+// CHECK-NEXT:     memref.dealloc %[[N]] : memref<4xf32>
+// CHECK-NEXT:     scf.for %[[I:.*]] = %c0 to %c4 step %c1 {
+// CHECK-NEXT:       %[[X:.*]] = memref.load %[[T]][%[[I]]] : memref<4xf32>
+// CHECK-NEXT:       %[[Y:.*]] = math.exp %[[X]] : f32
+// CHECK-NEXT:       memref.store %[[Y]], %out0[%[[I]]] : memref<4xf32>
+// CHECK-NEXT:     }
+// CHECK-NEXT:     memref.dealloc %[[T]] : memref<4xf32>
+// CHECK-NEXT:     func.return %c0_i32 : i32
+// CHECK-NEXT:   }
+
+// A returned argument is copied into its output buffer.
+func.func @returns_argument(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
+  %0 = relay.exp %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %x, %0 : tensor<2x3xf32>, tensor<2x3xf32>
+}
+
+// CHECK-LABEL:  func.func @returns_argument(%x: memref<2x3xf32>, %out0: memref<2x3xf32>, %out1: memref<2x3xf32>) -> i32 {
+// CHECK-NOT:      memref.alloc
+// CHECK:          scf.for %[[I:.*]] = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       scf.for %[[J:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:         %[[X:.*]] = memref.load %x[%[[I]], %[[J]]] : memref<2x3xf32>
+// CHECK-NEXT:         %[[Y:.*]] = math.exp %[[X]] : f32
+// CHECK-NEXT:         memref.store %[[Y]], %out1[%[[I]], %[[J]]] : memref<2x3xf32>
+// CHECK-NEXT:       }
+// CHECK-NEXT:     }
+// CHECK-NEXT:     scf.for %[[I:.*]] = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       scf.for %[[J:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:         %[[X:.*]] = memref.load %x[%[[I]], %[[J]]] : memref<2x3xf32>
+// CHECK-NEXT:         memref.store %[[X]], %out0[%[[I]], %[[J]]] : memref<2x3xf32>
+// CHECK-NEXT:       }
+// CHECK-NEXT:     }
+// CHECK-NEXT:     func.return %c0_i32 : i32
+
+// A value returned twice is computed into the first output, then copied.
+func.func @returns_twice(%x: tensor<3xf32>, %y: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
+  %0 = relay.divide %x, %y : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  func.return %0, %0 : tensor<3xf32>, tensor<3xf32>
+}
+
+// CHECK-LABEL:  func.func @returns_twice(%x: memref<3xf32>, %y: memref<3xf32>, %out0: memref<3xf32>, %out1: memref<3xf32>) -> i32 {
+// CHECK-NOT:      memref.alloc
+// CHECK:          scf.for %[[I:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:       %[[X:.*]] = memref.load %x[%[[I]]] : memref<3xf32>
+// CHECK-NEXT:       %[[Y:.*]] = memref.load %y[%[[I]]] : memref<3xf32>
+// CHECK-NEXT:       %[[Q:.*]] = arith.divf %[[X]], %[[Y]] : f32
+// CHECK-NEXT:       memref.store %[[Q]], %out0[%[[I]]] : memref<3xf32>
+// CHECK-NEXT:     }
+// CHECK-NEXT:     scf.for %[[I:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:       %[[V:.*]] = memref.load %out0[%[[I]]] : memref<3xf32>
+// CHECK-NEXT:       memref.store %[[V]], %out1[%[[I]]] : memref<3xf32>
+// CHECK-NEXT:     }
+// CHECK-NEXT:     func.return %c0_i32 : i32
+
+// A value with two users is freed after the second.
+func.func @two_users(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = relay.nn.relu %x : (tensor<3xf32>) -> tensor<3xf32>
+  %1 = relay.tanh %0 : (tensor<3xf32>) -> tensor<3xf32>
+  %2 = relay.add %1, %0 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  func.return %2 : tensor<3xf32>
+}
+
+// CHECK-LABEL:  func.func @two_users(%x: memref<3xf32>, %out0: memref<3xf32>) -> i32 {
+// CHECK:          %[[R:.*]] = memref.alloc() : memref<3xf32>
+// CHECK-NEXT:     scf.for
+// CHECK-NOT:      memref.dealloc
+// CHECK:          %[[T:.*]] = memref.alloc() : memref<3xf32>
+// CHECK-NEXT:     scf.for
+// CHECK-NOT:      memref.dealloc
+// CHECK:          scf.for %[[I:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:       %[[A:.*]] = memref.load %[[T]][%[[I]]] : memref<3xf32>
+// CHECK-NEXT:       %[[B:.*]] = memref.load %[[R]][%[[I]]] : memref<3xf32>
+// CHECK-NEXT:       %[[S:.*]] = arith.addf %[[A]], %[[B]] : f32
+// CHECK-NEXT:       memref.store %[[S]], %out0[%[[I]]] : memref<3xf32>
+// CHECK-NEXT:     }
+// CHECK-NEXT:     memref.dealloc %[[R]] : memref<3xf32>
+// CHECK-NEXT:     memref.dealloc %[[T]] : memref<3xf32>
+// CHECK-NEXT:     func.return %c0_i32 : i32
+
+// Calls are destination-passing: a returned call result is written straight
+// into the output buffer; statuses are or-ed and returned. Declarations are
+// converted the same way and keep their attributes.
+func.func private @ccompiler_0(tensor<2x2xf32>) -> tensor<2x2xf32> attributes {extern.compiler = "ccompiler"}
+
+// CHECK-LABEL:  func.func private @ccompiler_0(memref<2x2xf32>, memref<2x2xf32>) -> i32 attributes {extern.compiler = "ccompiler"}
+
+func.func @calls(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %0 = extern.call @ccompiler_0(%x) : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  %1 = relay.nn.relu %0 : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  %2 = extern.call @ccompiler_0(%1) : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  func.return %2 : tensor<2x2xf32>
+}
+
+// CHECK-LABEL:  func.func @calls(%x: memref<2x2xf32>, %out0: memref<2x2xf32>) -> i32 {
+// CHECK-NOT:      arith.constant 0 : i32
+// CHECK:          %[[C0:.*]] = memref.alloc() : memref<2x2xf32>
+// CHECK-NEXT:     %[[S0:.*]] = func.call @ccompiler_0(%x, %[[C0]]) : (memref<2x2xf32>, memref<2x2xf32>) -> i32
+// CHECK-NEXT:     %[[R:.*]] = memref.alloc() : memref<2x2xf32>
+// CHECK-NEXT:     scf.for
+// CHECK:          memref.dealloc %[[C0]] : memref<2x2xf32>
+// CHECK-NEXT:     %[[S1:.*]] = func.call @ccompiler_0(%[[R]], %out0) : (memref<2x2xf32>, memref<2x2xf32>) -> i32
+// CHECK-NEXT:     %[[S:.*]] = arith.ori %[[S0]], %[[S1]] : i32
+// CHECK-NEXT:     memref.dealloc %[[R]] : memref<2x2xf32>
+// CHECK-NEXT:     func.return %[[S]] : i32
+// CHECK-NEXT:   }
+
+// Rank 0: memref<f32>, no loops.
+func.func @rank0(%x: tensor<f32>, %y: tensor<f32>) -> tensor<f32> {
+  %0 = relay.add %x, %y : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  func.return %0 : tensor<f32>
+}
+
+// CHECK-LABEL:  func.func @rank0(%x: memref<f32>, %y: memref<f32>, %out0: memref<f32>) -> i32 {
+// CHECK-NEXT:     %c0_i32 = arith.constant 0 : i32
+// CHECK-NEXT:     %[[X:.*]] = memref.load %x[] : memref<f32>
+// CHECK-NEXT:     %[[Y:.*]] = memref.load %y[] : memref<f32>
+// CHECK-NEXT:     %[[S:.*]] = arith.addf %[[X]], %[[Y]] : f32
+// CHECK-NEXT:     memref.store %[[S]], %out0[] : memref<f32>
+// CHECK-NEXT:     func.return %c0_i32 : i32
+// CHECK-NEXT:   }
+
+// A declaration: inputs, then one output per result, then the status.
+func.func private @kernel(tensor<2x3xf32>, tensor<f32>) -> (tensor<2x3xf32>, tensor<4xf32>)
+
+// CHECK-LABEL:  func.func private @kernel(memref<2x3xf32>, memref<f32>, memref<2x3xf32>, memref<4xf32>) -> i32
+// CHECK-NOT:      tensor
