@@ -20,7 +20,6 @@ from xdsl.ir import Block, Region
 from byoc.backends import get_backend
 from byoc.dialects import relay
 from byoc.passes.annotate import annotate
-from byoc.passes.merge_regions import merge_regions
 from byoc.passes.partition import partition
 
 TYPE = TensorType(f32, (16,))
@@ -57,18 +56,16 @@ def _module(block: Block) -> ModuleOp:
     return ModuleOp([main])
 
 
-def measure(build, n: int) -> tuple[float, float, float, int]:
+def measure(build, n: int) -> tuple[float, float, int]:
     module = build(n)
     backends = [get_backend("ccompiler")]
     gc.collect()
     t0 = time.perf_counter()
     annotate(module, backends)
     t1 = time.perf_counter()
-    merge_regions(module)
+    functions = partition(module)  # merge + outline, straight to functions
     t2 = time.perf_counter()
-    functions = partition(module)
-    t3 = time.perf_counter()
-    return t1 - t0, t2 - t1, t3 - t2, len(functions)
+    return t1 - t0, t2 - t1, len(functions)
 
 
 def main() -> None:
@@ -80,15 +77,15 @@ def main() -> None:
     while n <= args.max:
         sizes.append(n)
         n *= 2
-    print(f"{'graph':8} {'ops':>7} {'regions':>8} {'annotate':>9} {'merge':>7} {'outline':>8} {'total s':>8} {'x prev':>7}")
+    print(f"{'graph':8} {'ops':>7} {'regions':>8} {'annotate':>9} {'partition':>10} {'total s':>8} {'x prev':>7}")
     for name, build in (("chain", chain), ("diamond", diamond)):
         previous = None
         for n in sizes:
-            a, m, p, regions = measure(build, n)
-            total = a + m + p
+            a, p, regions = measure(build, n)
+            total = a + p
             ratio = f"{total / previous:.2f}" if previous else "-"
             previous = total
-            print(f"{name:8} {n:7d} {regions:8d} {a:9.3f} {m:7.3f} {p:8.3f} {total:8.3f} {ratio:>7}")
+            print(f"{name:8} {n:7d} {regions:8d} {a:9.3f} {p:10.3f} {total:8.3f} {ratio:>7}")
 
 
 if __name__ == "__main__":

@@ -24,12 +24,13 @@ graph, so every value is still defined before use.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.ir import Region as IRRegion
 from xdsl.passes import ModulePass
 
 from byoc.dialects.extern import COMPOSITE_ATTR, TARGET_ATTR, RegionOp, YieldOp
@@ -167,8 +168,21 @@ def _units_in_topological_order(
                 heapq.heappush(ready, (first_position(by_id[sid]), sid))
 
 
-def materialise(region: Region) -> RegionOp:
-    """Move `region`'s ops into a new, detached `extern.region` and rewire uses."""
+@dataclass
+class Cut:
+    """A region's ops moved into a block of their own, not yet wired back."""
+
+    region: Region
+    inputs: list[SSAValue]
+    """Values from outside the region it reads, one per block argument."""
+    outputs: list[OpResult]
+    """Values of the region used outside it."""
+    body: Block
+    """The region's ops, reading the block arguments; no terminator yet."""
+
+
+def cut_out(region: Region) -> Cut:
+    """Move `region`'s ops into a new block whose arguments are the values it reads."""
     members = set(region.ops)
     inputs: list[SSAValue] = []
     arg_of: dict[SSAValue, BlockArgument] = {}
@@ -192,14 +206,29 @@ def materialise(region: Region) -> RegionOp:
         op.detach()
         body.add_op(op)
         del op.attributes[TARGET_ATTR]
-    body.add_op(YieldOp(outputs))
-    region_op = RegionOp(region.backend, inputs, [r.type for r in outputs], body)
-    region_op.location = region.ops[0].location
-    for result, new in zip(outputs, region_op.outputs):
+    return Cut(region, inputs, outputs, body)
+
+
+def redirect(cut: Cut, replacements: Sequence[SSAValue]) -> None:
+    """Make users outside the cut read `replacements` instead of its outputs."""
+    for result, new in zip(cut.outputs, replacements, strict=True):
         for use in list(result.uses):
-            # The body and the yield keep the inner value; outside users switch.
-            if use.operation.parent_block() is not body:
+            # Uses inside the body (its ops, its terminator) keep the inner value.
+            if use.operation.parent_block() is not cut.body:
                 use.operation.operands[use.index] = new
+
+
+def as_region_op(cut: Cut) -> RegionOp:
+    """The `extern.region` holding a cut, ended by `extern.yield`."""
+    cut.body.add_op(YieldOp.create(operands=cut.outputs))
+    region_op = RegionOp.create(
+        operands=cut.inputs,
+        result_types=[r.type for r in cut.outputs],
+        properties={"compiler": cut.region.backend},
+        regions=[IRRegion(cut.body)],
+    )
+    region_op.location = cut.region.ops[0].location
+    redirect(cut, region_op.results)
     return region_op
 
 
@@ -215,8 +244,13 @@ def prune(regions: list[Region], min_region_size: int) -> bool:
     return pruned
 
 
-def merge_block(block: Block, min_region_size: int = 1) -> list[RegionOp]:
-    """Group the marked ops of `block` into extern.regions, in topological order."""
+def group_block(
+    block: Block, min_region_size: int, make: Callable[[Cut], Operation]
+) -> list[Operation]:
+    """Cut the marked ops of `block` into regions, each replaced by `make(cut)`.
+
+    The block is rebuilt in a topological order of the condensed graph.
+    """
     regions, region_of = assign_regions(block)
     # Pruning only unmarks ops, so this ends; usually one more sweep at most.
     while prune(regions, min_region_size):
@@ -224,16 +258,21 @@ def merge_block(block: Block, min_region_size: int = 1) -> list[RegionOp]:
     if not regions:
         return []
     order = list(_units_in_topological_order(block, regions, region_of))
-    created: list[RegionOp] = []
+    created: list[Operation] = []
     for unit in order:
         if isinstance(unit, Region):
-            region_op = materialise(unit)
-            created.append(region_op)
-            block.add_op(region_op)
+            op = make(cut_out(unit))
+            created.append(op)
+            block.add_op(op)
         else:
             unit.detach()
             block.add_op(unit)
     return created
+
+
+def merge_block(block: Block, min_region_size: int = 1) -> list[RegionOp]:
+    """Group the marked ops of `block` into extern.regions, in topological order."""
+    return group_block(block, min_region_size, as_region_op)  # type: ignore[return-value]
 
 
 def merge_regions(module: ModuleOp, min_region_size: int = 1) -> list[RegionOp]:

@@ -21,7 +21,6 @@ from byoc.dialects.extern import COMPILER_ATTR, CallOp
 from byoc.frontend.diagnostics import ByocError
 from byoc.frontend.parse import parse_file, parse_text, verify_module
 from byoc.passes.annotate import annotate
-from byoc.passes.merge_regions import merge_regions
 from byoc.passes.partition import partition
 from byoc.runtime.compiled import ENTRY_SIGNATURE, CompiledModule, TensorSpec
 from byoc.runtime.reference import numpy_dtype
@@ -133,7 +132,6 @@ def partition_for(module: ModuleOp, backends: Sequence[Backend]) -> None:
     """Annotate, merge and outline `module` in place for `backends`."""
     if backends:
         annotate(module, backends)
-        merge_regions(module)
         partition(module)
 
 

@@ -18,7 +18,7 @@ from byoc.backends.spec import Backend, always
 from byoc.dialects.extern import COMPILER_ATTR, CallOp
 from byoc.passes.annotate import annotate
 from byoc.passes.merge_regions import merge_regions
-from byoc.passes.partition import partition
+from byoc.passes.partition import outline_regions, partition
 from byoc.runtime.reference import run_reference
 from graphs import BINARY, UNARY, build_main, check_dominance, graph_ops
 
@@ -77,8 +77,13 @@ def reachable(block_ops: list, start) -> set:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-@given(graph=graphs(), backends=backend_mixes(), seed=st.integers(0, 2**32 - 1))
-def test_partition_preserves_meaning_and_is_maximal(graph, backends, seed):
+@given(
+    graph=graphs(),
+    backends=backend_mixes(),
+    seed=st.integers(0, 2**32 - 1),
+    through_regions=st.booleans(),
+)
+def test_partition_preserves_meaning_and_is_maximal(graph, backends, seed, through_regions):
     n_inputs, ops, returns = graph
     module = build_main(n_inputs, ops, returns)
     rng = np.random.default_rng(seed)
@@ -91,8 +96,11 @@ def test_partition_preserves_meaning_and_is_maximal(graph, backends, seed):
     }
 
     annotate(module, backends)
-    merge_regions(module)
-    partition(module)
+    if through_regions:  # byoc-merge-regions then byoc-outline-regions
+        merge_regions(module)
+        outline_regions(module)
+    else:  # byoc-partition: straight from the assignment to functions
+        partition(module)
     module.verify()
     check_dominance(module)
 
@@ -141,6 +149,5 @@ def test_deep_chain_has_no_recursion_limit():
     module = build_main(1, ops, [n])
     backends = [fake_backend("b", frozenset({"relay.add"}))]
     annotate(module, backends)
-    merge_regions(module)
     outlined = partition(module)
     assert len(outlined) == n // 2
