@@ -1,0 +1,66 @@
+"""A third-party backend installed with pip is used with --annotate=<name>, byoc unchanged."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURE = Path(__file__).parent / "fixtures" / "byoc_vendor_add"
+BIN = Path(sys.executable).parent
+
+MODEL = """\
+func.func @main(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>, %c: tensor<8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %0 = relay.add %a, %b : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %1 = relay.nn.relu %0 : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %2 = relay.add %1, %c : (tensor<8x8xf32>, tensor<8xf32>) -> tensor<8x8xf32>
+  %3 = relay.tanh %2 : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %4 = relay.add %3, %3 : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  func.return %4, %1 : tensor<8x8xf32>, tensor<8x8xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def installed():
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", str(FIXTURE)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    yield
+    subprocess.run([sys.executable, "-m", "pip", "uninstall", "-q", "-y", "byoc-vendor-add"], capture_output=True)
+
+
+def run(*args):
+    return subprocess.run([str(BIN / args[0]), *map(str, args[1:])], capture_output=True, text=True)
+
+
+def test_plugin_partitions_with_its_name(installed, tmp_path):
+    model = tmp_path / "model.mlir"
+    model.write_text(MODEL)
+    proc = run("byoc-opt", model, "--annotate=vendoradd", "--partition", "-t", "report")
+    assert proc.returncode == 0, proc.stderr
+    assert "backend vendoradd: 2 function(s), 3 op(s)" in proc.stdout
+    # The broadcasting add is declined with the plugin's own reason.
+    assert "vendoradd does not broadcast" in proc.stdout
+
+
+def test_plugin_runs_and_matches_the_reference(installed, tmp_path):
+    model = tmp_path / "model.mlir"
+    model.write_text(MODEL)
+    proc = run("byoc-run", model, "--annotate=vendoradd,ccompiler", "--check")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert "vendoradd: 2 function(s)" in proc.stdout
+    assert "matches the reference" in proc.stdout
+
+
+def test_plugin_c_is_shown(installed, tmp_path):
+    model = tmp_path / "model.mlir"
+    model.write_text(MODEL)
+    proc = run("byoc-translate", model, "--emit-c", "--annotate=vendoradd")
+    assert proc.returncode == 0, proc.stderr
+    assert "vendor_add_f32(" in proc.stdout and "vendor_relu_f32(" in proc.stdout
