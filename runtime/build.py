@@ -22,7 +22,7 @@ from byoc.frontend.diagnostics import ByocError
 from byoc.frontend.parse import parse_file, parse_text, verify_module
 from byoc.passes.annotate import annotate
 from byoc.passes.partition import partition
-from byoc.runtime.compiled import ENTRY_SIGNATURE, CompiledModule, TensorSpec
+from byoc.runtime.compiled import CompiledModule, TensorSpec
 from byoc.runtime.reference import numpy_dtype
 
 Source = str | Path | ModuleOp
@@ -135,14 +135,57 @@ def partition_for(module: ModuleOp, backends: Sequence[Backend]) -> None:
         partition(module)
 
 
+def source_content(source: Source) -> bytes | None:
+    """The bytes a compile of `source` depends on, for the cache key (None: unknown)."""
+    if isinstance(source, ModuleOp):
+        return b"module\0" + str(source).encode()
+    if isinstance(source, Path) or (
+        isinstance(source, str) and "\n" not in source and "{" not in source
+    ):
+        try:
+            return b"file\0" + Path(source).read_bytes()
+        except OSError:
+            return None  # the compile itself reports it
+    if isinstance(source, str):
+        return b"text\0" + source.encode()
+    return None
+
+
 def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     source: Source,
     targets: Sequence[str] | str | None = ("ccompiler",),
+    cache: bool = True,
 ) -> CompiledModule:
-    """Compile a relay model for `targets` (priority order; `[]`: host only)."""
-    from byoc.backends.host import compile_host
+    """Compile a relay model for `targets` (priority order; `[]`: host only).
+
+    With `cache`, a model compiled before (same text, backends, byoc code and
+    CPU) is loaded from the compile cache in `$BYOC_CACHE_DIR` instead.
+    """
+    from byoc.runtime.cache import cache_key, entry_path
+    from byoc.runtime.saved import host_cpu, load
 
     backends = parse_targets(targets)
+    content = source_content(source) if cache else None
+    entry = entry_path(cache_key(content, backends, host_cpu())) if content else None
+    if entry is not None and entry.exists():
+        try:
+            return load(entry)
+        except ByocError:
+            pass  # a damaged entry: compile again and replace it
+    model = compile_uncached(source, backends)
+    if entry is not None:
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            model.save(entry)
+        except (ByocError, OSError):
+            pass  # a model that cannot be saved, or a read-only cache: no caching
+    return model
+
+
+def compile_uncached(source: Source, backends: Sequence[Backend]) -> CompiledModule:
+    """The whole pipeline, from source to a JIT-compiled CompiledModule."""
+    from byoc.backends.host import compile_host
+
     module = load_source(source)
     main = main_function(module)
     inputs = tensor_specs(
@@ -167,5 +210,4 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     libraries = [lib for a in artifacts for lib in a.libraries]
     entry_name = f"{prefix}entry"
     jit = compile_host(module, f"{prefix}main", entry_name, libraries)
-    entry = jit.function(entry_name, ENTRY_SIGNATURE)
-    return CompiledModule(entry, inputs, outputs, artifacts, partitioned_ir, [jit])
+    return CompiledModule(jit, entry_name, inputs, outputs, artifacts, partitioned_ir)

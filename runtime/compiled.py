@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from os import PathLike
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from cffi import FFI
@@ -29,6 +30,18 @@ class TensorSpec:
         return f"{self.name}: {dims + 'x' if dims else ''}{self.dtype}"
 
 
+class HostCode(Protocol):
+    """Machine code of the host part: JIT-compiled now, or loaded from a file."""
+
+    def function(self, name: str, c_signature: str) -> Any:
+        """A cffi function pointer to `name`."""
+        ...
+
+    def emit_object(self) -> bytes:
+        """The code as a relocatable object file."""
+        ...
+
+
 class CompiledModule:
     """A model compiled for a set of backends and the host.
 
@@ -38,21 +51,30 @@ class CompiledModule:
 
     def __init__(
         self,
-        entry: Any,
+        host: HostCode,
+        entry_name: str,
         inputs: Sequence[TensorSpec],
         outputs: Sequence[TensorSpec],
         artifacts: Sequence[Artifact],
         partitioned_ir: str,
-        keepalive: Sequence[Any] = (),
     ):
-        self._entry = entry
+        self.host = host
+        """The host's machine code (it owns the memory the entry points into)."""
+        self.entry_name = entry_name
+        """The exported `int32_t entry(void** buffers)` of the host code."""
+        self._entry = host.function(entry_name, ENTRY_SIGNATURE)
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
         self.artifacts = tuple(artifacts)
         self.partitioned_ir = partitioned_ir
         """The partitioned relay IR, as `byoc-opt --partition` prints it."""
-        self._keepalive = (list(keepalive), [a.keepalive for a in artifacts])
         self._n = len(self.inputs) + len(self.outputs)
+
+    def save(self, path: str | PathLike[str]) -> None:
+        """Write the compiled model to one file that `byoc.load` reads back."""
+        from byoc.runtime.saved import save
+
+        save(self, path)
 
     @property
     def sources(self) -> dict[str, str]:
