@@ -1,0 +1,869 @@
+"""Lowers the loop-level IR (docs/architecture.md) to emitc, which `byoc.targets.c` prints.
+
+The C it describes:
+
+- `index` is `int64_t` (`i64`): signed like the arith ops that use it (`divsi`,
+  `cmpi slt`), and 64-bit as on the LLVM exit. Integer arithmetic is C's, so it
+  assumes (as index computations over static shapes guarantee) no signed overflow.
+- A memref is a pointer to its element type (`!emitc.ptr<f32>`), rank 0 included;
+  loads and stores index it row-major with the static shape, `p[(i * C) + j]`.
+  Memref parameters are `restrict` (the contract says they never alias), and
+  `const` when the function only loads from them.
+- `memref.alloc` is `malloc`, returning status 1 when it fails; `memref.dealloc` is
+  `free`; `memref.alloca` is a local array; a `memref.global` is a `static` array
+  (`const` when the global is constant) and `memref.get_global` a pointer to it.
+- Every function becomes an `emitc.func` returning `int32_t`. Defined functions get
+  `symbol_prefix` prepended to their symbol (calls follow); declarations keep theirs,
+  as they name symbols defined elsewhere. Functions that are not outlined kernels
+  (no `extern.compiler`) but are called in the module are `static` helpers.
+- `arith.maximumf`/`minimumf` propagate NaN and order -0 below +0, like LLVM's
+  `maximum`/`minimum`; math ops call the `<math.h>` functions of their type.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, func, math, memref, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    Signedness,
+    TensorType,
+    UnitAttr,
+    UnrealizedConversionCastOp,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import PassFailedException
+
+from byoc.dialects.emitc import (
+    CONST_ATTR,
+    RESTRICT_ATTR,
+    EmitC,
+    EmitC_AddOp,
+    EmitC_ArrayType,
+    EmitC_AssignOp,
+    EmitC_BitwiseAndOp,
+    EmitC_BitwiseOrOp,
+    EmitC_BitwiseXorOp,
+    EmitC_CallOp,
+    EmitC_CallOpaqueOp,
+    EmitC_CastOp,
+    EmitC_CmpOp,
+    EmitC_ConditionalOp,
+    EmitC_ConstantOp,
+    EmitC_DeclareFuncOp,
+    EmitC_DivOp,
+    EmitC_ForOp,
+    EmitC_FuncOp,
+    EmitC_GetGlobalOp,
+    EmitC_GlobalOp,
+    EmitC_IfOp,
+    EmitC_LiteralOp,
+    EmitC_LoadOp,
+    EmitC_LValueType,
+    EmitC_LogicalAndOp,
+    EmitC_LogicalNotOp,
+    EmitC_LogicalOrOp,
+    EmitC_MulOp,
+    EmitC_OpaqueType,
+    EmitC_PointerType,
+    EmitC_RemOp,
+    EmitC_ReturnOp,
+    EmitC_SizeT,
+    EmitC_SubOp,
+    EmitC_SubscriptOp,
+    EmitC_UnaryMinusOp,
+    EmitC_VariableOp,
+    EmitC_VerbatimOp,
+    EmitC_YieldOp,
+)
+
+OUTLINED_ATTR = "extern.compiler"
+"""Marks a function outlined for a backend: exported, never `static`."""
+
+_VOID_PTR = EmitC_PointerType(EmitC_OpaqueType(builtin.StringAttr("void")))
+
+
+class UnsupportedOpError(PassFailedException):
+    """An op outside the loop-level IR reached convert-loops-to-emitc."""
+
+
+def _unsupported(op: Operation, why: str) -> UnsupportedOpError:
+    """The error for `op`, naming it and the function it is in."""
+    function = op if isinstance(op, func.FuncOp | EmitC_FuncOp) else None
+    parent = op.parent_op()
+    while function is None and parent is not None:
+        if isinstance(parent, func.FuncOp | EmitC_FuncOp):
+            function = parent
+        parent = parent.parent_op()
+    where = f" in @{function.sym_name.data}" if function is not None else ""
+    return UnsupportedOpError(
+        f"convert-loops-to-emitc: cannot lower '{op.name}'{where}: {why}"
+    )
+
+
+def static_memref(t: Attribute, op: Operation) -> MemRefType:
+    """`t` as a static, row-major memref type, or an error naming `op`."""
+    if not isinstance(t, MemRefType):
+        raise _unsupported(op, f"expected a memref, got {t}")
+    if not t.has_static_shape() or not isinstance(t.layout, NoneAttr):
+        raise _unsupported(op, f"{t} is not a static, identity-layout memref")
+    return t
+
+
+def convert_type(t: Attribute, op: Operation) -> Attribute:
+    """The emitc type of a loop-level IR type (`op` names the culprit on failure)."""
+    if isinstance(t, IndexType):
+        return i64
+    if isinstance(t, IntegerType) and t.width.data in (1, 8, 16, 32, 64):
+        return t
+    if isinstance(t, Float32Type | Float64Type):
+        return t
+    if isinstance(t, MemRefType):
+        return EmitC_PointerType(convert_type(static_memref(t, op).element_type, op))
+    raise _unsupported(op, f"type {t} has no C equivalent")
+
+
+def _element_count(t: MemRefType) -> int:
+    count = 1
+    for d in t.get_shape():
+        count *= d
+    return count
+
+
+def _flat_array(t: MemRefType, op: Operation) -> EmitC_ArrayType:
+    """The 1-D C array holding a memref (a rank-0 memref is one element)."""
+    element = convert_type(t.element_type, op)
+    return EmitC_ArrayType([max(_element_count(t), 1)], element)  # pyright: ignore
+
+
+def _constant(value: int, t: Attribute, rewriter: PatternRewriter) -> SSAValue:
+    """An integer constant of type `t` (`i64` or `!emitc.size_t`)."""
+    attr_type = IndexType() if isinstance(t, EmitC_SizeT) else t
+    op = EmitC_ConstantOp(IntegerAttr(value, attr_type), t)  # pyright: ignore
+    rewriter.insert(op)
+    return op.result
+
+
+def _memref_view(
+    pointer: SSAValue, memref_type: MemRefType, rewriter: PatternRewriter
+) -> SSAValue:
+    """`pointer` seen as the memref it lowers, until every user of it is lowered.
+
+    The users (loads, stores, calls) read the shape from the memref type;
+    `MemRefCastElimination` removes the views at the end.
+    """
+    cast = UnrealizedConversionCastOp.get([pointer], [memref_type])
+    rewriter.insert(cast)
+    return cast.results[0]
+
+
+# ---------------------------------------------------------------------------
+# func
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FuncLowering(RewritePattern):
+    """Lowers `func.func` to `emitc.func` with pointer parameters."""
+
+    symbol_prefix: str
+    called: frozenset[str]
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.FuncOp, rewriter: PatternRewriter):
+        inputs = op.function_type.inputs.data
+        outputs = op.function_type.outputs.data
+        if len(outputs) > 1 or any(isinstance(t, MemRefType) for t in outputs):
+            raise _unsupported(op, f"@{op.sym_name.data} must return one status value")
+        function_type = FunctionType.from_lists(
+            [convert_type(t, op) for t in inputs], [convert_type(t, op) for t in outputs]
+        )
+        name = op.sym_name.data
+        if op.is_declaration:
+            new = EmitC_FuncOp(
+                name,
+                function_type,
+                Region(),
+                specifiers=("extern",),
+                visibility="private",
+                arg_attrs=self._arg_attrs(inputs, [False] * len(inputs)),
+            )
+            rewriter.replace(op, new, [])
+            return
+
+        block = op.body.block
+        read_only = [
+            isinstance(arg.type, MemRefType)
+            and all(isinstance(use.operation, memref.LoadOp) for use in arg.uses)
+            for arg in block.args
+        ]
+        for arg, new_type in zip(block.args, function_type.inputs.data):
+            if isinstance(arg.type, MemRefType):
+                cast = UnrealizedConversionCastOp.get([arg], [arg.type])
+                rewriter.insert(cast, InsertPoint.at_start(block))
+                arg.replace_uses_with_if(
+                    cast.results[0], lambda use: use.operation is not cast
+                )
+            rewriter.replace_value_with_new_type(arg, new_type)
+
+        exported = OUTLINED_ATTR in op.attributes or name not in self.called
+        new = EmitC_FuncOp(
+            self.symbol_prefix + name,
+            function_type,
+            rewriter.move_region_contents_to_new_regions(op.body),
+            specifiers=() if exported else ("static",),
+            arg_attrs=self._arg_attrs(inputs, read_only),
+        )
+        rewriter.replace(op, new, [])
+
+    @staticmethod
+    def _arg_attrs(
+        inputs: Sequence[Attribute], read_only: Sequence[bool]
+    ) -> ArrayAttr[DictionaryAttr] | None:
+        """`restrict` on every memref parameter, `const` too on the read-only ones."""
+        if not any(isinstance(t, MemRefType) for t in inputs):
+            return None
+        dicts: list[DictionaryAttr] = []
+        for t, const in zip(inputs, read_only):
+            attrs: dict[str, Attribute] = {}
+            if isinstance(t, MemRefType):
+                if const:
+                    attrs[CONST_ATTR] = UnitAttr()
+                attrs[RESTRICT_ATTR] = UnitAttr()
+            dicts.append(DictionaryAttr(attrs))
+        return ArrayAttr(dicts)
+
+
+@dataclass(frozen=True)
+class CallLowering(RewritePattern):
+    """Lowers `func.call` to `emitc.call`, prefixing callees defined in the module."""
+
+    symbol_prefix: str
+    defined: frozenset[str]
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.CallOp, rewriter: PatternRewriter):
+        callee = op.callee.string_value()
+        if callee in self.defined:
+            callee = self.symbol_prefix + callee
+        result_types = [convert_type(t, op) for t in op.result_types]
+        rewriter.replace(op, EmitC_CallOp(callee, op.arguments, result_types))
+
+
+class ReturnLowering(RewritePattern):
+    """Lowers `func.return` to `emitc.return`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.ReturnOp, rewriter: PatternRewriter):
+        if len(op.arguments) > 1:
+            raise _unsupported(op, "a C function returns at most one value")
+        rewriter.replace(op, EmitC_ReturnOp(op.arguments[0] if op.arguments else None))
+
+
+# ---------------------------------------------------------------------------
+# scf
+# ---------------------------------------------------------------------------
+
+
+class ForLowering(RewritePattern):
+    """Lowers `scf.for` without iter_args to `emitc.for` over `int64_t`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: scf.ForOp, rewriter: PatternRewriter):
+        if op.iter_args:
+            raise _unsupported(op, "loops carry values through memrefs, not iter_args")
+        iv = op.body.block.args[0]
+        rewriter.replace_value_with_new_type(iv, convert_type(iv.type, op))
+        body = rewriter.move_region_contents_to_new_regions(op.body)
+        rewriter.replace(op, EmitC_ForOp(op.lb, op.ub, op.step, body), [])
+
+
+class IfLowering(RewritePattern):
+    """Lowers `scf.if` without results to `emitc.if`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: scf.IfOp, rewriter: PatternRewriter):
+        if op.output:
+            raise _unsupported(op, "conditionals yield no values in the loop-level IR")
+        then_region = rewriter.move_region_contents_to_new_regions(op.true_region)
+        else_region = rewriter.move_region_contents_to_new_regions(op.false_region)
+        rewriter.replace(op, EmitC_IfOp(op.cond, then_region, else_region), [])
+
+
+class YieldLowering(RewritePattern):
+    """Lowers `scf.yield` without operands to `emitc.yield`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: scf.YieldOp, rewriter: PatternRewriter):
+        if op.arguments:
+            raise _unsupported(op, "yields carry no values in the loop-level IR")
+        rewriter.replace(op, EmitC_YieldOp())
+
+
+# ---------------------------------------------------------------------------
+# memref
+# ---------------------------------------------------------------------------
+
+
+def _known_index(value: SSAValue) -> int | SSAValue:
+    """The value of an index defined by a constant, else the value itself."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp | EmitC_ConstantOp) and isinstance(
+        owner.value, IntegerAttr
+    ):
+        return owner.value.value.data
+    return value
+
+
+def _subscript(
+    ref: SSAValue, indices: Sequence[SSAValue], op: Operation, rewriter: PatternRewriter
+) -> SSAValue:
+    """The lvalue `ref[linear index]`, row-major over the static shape of `ref`.
+
+    `ref` is still the memref view of the pointer (see `_memref_view`), which keeps
+    the shape at hand whatever order the ops are lowered in. Constant indices are
+    folded, so a broadcast reads `b[j]` rather than `b[(0 * 10) + j]`.
+    """
+    t = static_memref(ref.type, op)
+
+    def materialize(v: int | SSAValue) -> SSAValue:
+        return _constant(v, i64, rewriter) if isinstance(v, int) else v
+
+    def emit(new: Operation) -> SSAValue:
+        rewriter.insert(new)
+        return new.results[0]
+
+    linear: int | SSAValue = 0
+    for size, index in zip(t.get_shape(), indices):
+        known = _known_index(index)
+        if isinstance(linear, int):
+            scaled: int | SSAValue = linear * size
+        elif size == 1:
+            scaled = linear
+        else:
+            scaled = emit(EmitC_MulOp(linear, materialize(size), i64))
+        if isinstance(scaled, int) and isinstance(known, int):
+            linear = scaled + known
+        elif scaled == 0:
+            linear = known
+        elif known == 0:
+            linear = scaled
+        else:
+            linear = emit(EmitC_AddOp(materialize(scaled), materialize(known), i64))
+    element = convert_type(t.element_type, op)
+    subscript = EmitC_SubscriptOp.create(
+        operands=[ref, materialize(linear)], result_types=[EmitC_LValueType(element)]
+    )
+    return emit(subscript)
+
+
+class LoadLowering(RewritePattern):
+    """Lowers `memref.load` to a subscript of the pointer and `emitc.load`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.LoadOp, rewriter: PatternRewriter):
+        lvalue = _subscript(op.memref, op.indices, op, rewriter)
+        rewriter.replace(op, EmitC_LoadOp(lvalue))
+
+
+class StoreLowering(RewritePattern):
+    """Lowers `memref.store` to a subscript of the pointer and `emitc.assign`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.StoreOp, rewriter: PatternRewriter):
+        lvalue = _subscript(op.memref, op.indices, op, rewriter)
+        rewriter.replace(op, EmitC_AssignOp(lvalue, op.value), [])
+
+
+class AllocLowering(RewritePattern):
+    """Lowers `memref.alloc` to `malloc`, returning status 1 if it fails."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.AllocOp, rewriter: PatternRewriter):
+        t = static_memref(op.memref.type, op)
+        pointer_type = convert_type(t, op)
+        assert isinstance(pointer_type, EmitC_PointerType)
+        count = _constant(max(_element_count(t), 1), EmitC_SizeT(), rewriter)
+        size = EmitC_CallOpaqueOp(
+            "sizeof", [], [EmitC_SizeT()], args=ArrayAttr([pointer_type.pointee_type])
+        )
+        total = EmitC_MulOp(count, size, EmitC_SizeT())
+        raw = EmitC_CallOpaqueOp("malloc", [total], [_VOID_PTR])
+        pointer = EmitC_CastOp(raw, pointer_type)
+        null = EmitC_LiteralOp("NULL", pointer_type)
+        failed = EmitC_CmpOp("eq", pointer, null)
+        # emitc.return may only end a function body, so the early exit is one line of C.
+        check = EmitC_VerbatimOp("if ({}) return 1;", [failed])
+        rewriter.insert((size, total, raw, pointer, null, failed, check))
+        rewriter.replace(op, [], [_memref_view(pointer.results[0], t, rewriter)])
+
+
+class AllocaLowering(RewritePattern):
+    """Lowers `memref.alloca` to a local C array."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.AllocaOp, rewriter: PatternRewriter):
+        t = static_memref(op.memref.type, op)
+        array = EmitC_VariableOp(_flat_array(t, op))
+        pointer = EmitC_CastOp(array, convert_type(t, op))
+        rewriter.insert((array, pointer))
+        rewriter.replace(op, [], [_memref_view(pointer.dest, t, rewriter)])
+
+
+class DeallocLowering(RewritePattern):
+    """Lowers `memref.dealloc` to `free`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.DeallocOp, rewriter: PatternRewriter):
+        static_memref(op.memref.type, op)
+        rewriter.replace(op, EmitC_CallOpaqueOp("free", [op.memref], []))
+
+
+class GlobalLowering(RewritePattern):
+    """Lowers `memref.global` to a static (const) C array."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.GlobalOp, rewriter: PatternRewriter):
+        t = static_memref(op.type, op)
+        array = _flat_array(t, op)
+        initial_value = None
+        if isinstance(op.initial_value, DenseIntOrFPElementsAttr):
+            flat = TensorType(array.element_type, array.get_shape())
+            initial_value = DenseIntOrFPElementsAttr(flat, op.initial_value.data)
+        constant = op.constant is not None
+        new = EmitC_GlobalOp(
+            op.sym_name.data, array, initial_value, static=True, const=constant
+        )
+        rewriter.replace(op, new, [])
+
+
+class GetGlobalLowering(RewritePattern):
+    """Lowers `memref.get_global` to a pointer to the global array."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.GetGlobalOp, rewriter: PatternRewriter):
+        t = static_memref(op.memref.type, op)
+        array = EmitC_GetGlobalOp(op.name_, _flat_array(t, op))
+        pointer = EmitC_CastOp(array, convert_type(t, op))
+        rewriter.insert((array, pointer))
+        rewriter.replace(op, [], [_memref_view(pointer.dest, t, rewriter)])
+
+
+# ---------------------------------------------------------------------------
+# arith
+# ---------------------------------------------------------------------------
+
+
+class ConstantLowering(RewritePattern):
+    """Lowers scalar `arith.constant` to `emitc.constant`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.ConstantOp, rewriter: PatternRewriter):
+        value = op.value
+        t = convert_type(op.result.type, op)
+        if isinstance(value, IntegerAttr):
+            same = value.type == t
+            attr = value if same else IntegerAttr(value.value.data, t)  # pyright: ignore
+        elif isinstance(value, FloatAttr):
+            attr = value
+        else:
+            raise _unsupported(op, "only scalar constants have a C equivalent")
+        rewriter.replace(op, EmitC_ConstantOp(attr, t))
+
+
+_BINARY_OPS: dict[type[Operation], type[Operation]] = {
+    arith.AddfOp: EmitC_AddOp,
+    arith.SubfOp: EmitC_SubOp,
+    arith.MulfOp: EmitC_MulOp,
+    arith.DivfOp: EmitC_DivOp,
+    arith.AddiOp: EmitC_AddOp,
+    arith.SubiOp: EmitC_SubOp,
+    arith.MuliOp: EmitC_MulOp,
+    arith.DivSIOp: EmitC_DivOp,
+    arith.RemSIOp: EmitC_RemOp,
+    arith.AndIOp: EmitC_BitwiseAndOp,
+    arith.OrIOp: EmitC_BitwiseOrOp,
+    arith.XOrIOp: EmitC_BitwiseXorOp,
+}
+
+
+class BinaryLowering(RewritePattern):
+    """Lowers arith's binary arithmetic and bitwise ops to the C operators."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        target = _BINARY_OPS.get(type(op))
+        if target is None:
+            return
+        lhs, rhs = op.operands
+        result_type = convert_type(op.results[0].type, op)
+        rewriter.replace(op, target(lhs, rhs, result_type))  # pyright: ignore
+
+
+def _unsigned(t: Attribute) -> IntegerType:
+    assert isinstance(t, IntegerType)
+    return IntegerType(t.width.data, Signedness.UNSIGNED)
+
+
+class UnsignedDivisionLowering(RewritePattern):
+    """Lowers `arith.divui`/`remui` to C division of the operands cast to unsigned."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.DivUIOp | arith.RemUIOp, rewriter: PatternRewriter):
+        t = convert_type(op.result.type, op)
+        unsigned = _unsigned(t)
+        lhs, rhs = EmitC_CastOp(op.lhs, unsigned), EmitC_CastOp(op.rhs, unsigned)
+        operator = EmitC_DivOp if isinstance(op, arith.DivUIOp) else EmitC_RemOp
+        divide = operator(lhs, rhs, unsigned)
+        back = EmitC_CastOp(divide, t)
+        rewriter.replace(op, (lhs, rhs, divide, back))
+
+
+class NegfLowering(RewritePattern):
+    """Lowers `arith.negf` to unary minus."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.NegfOp, rewriter: PatternRewriter):
+        rewriter.replace(op, EmitC_UnaryMinusOp(op.operand))
+
+
+class MinMaxLowering(RewritePattern):
+    """Lowers `arith.maximumf`/`minimumf` to comparisons that propagate NaN."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: arith.MaximumfOp | arith.MinimumfOp, rewriter: PatternRewriter
+    ):
+        # max(a, b) = (a > b || a != a) ? a : (b > a || b != b) ? b : (signbit(a) ? b : a)
+        # so a NaN operand wins and max(-0, +0) = +0; min mirrors it with `<`.
+        a, b = op.lhs, op.rhs
+        is_max = isinstance(op, arith.MaximumfOp)
+        wins = "gt" if is_max else "lt"
+        ops: list[Operation] = []
+
+        def emit(new: Operation) -> SSAValue:
+            ops.append(new)
+            return new.results[0]
+
+        def beats(x: SSAValue, y: SSAValue) -> SSAValue:
+            return emit(
+                EmitC_LogicalOrOp(
+                    emit(EmitC_CmpOp(wins, x, y)), emit(EmitC_CmpOp("ne", x, x))
+                )
+            )
+
+        a_wins, b_wins = beats(a, b), beats(b, a)
+        negative = emit(EmitC_CallOpaqueOp("signbit", [a], [i1]))
+        tie = emit(EmitC_ConditionalOp(negative, *((b, a) if is_max else (a, b))))
+        otherwise = emit(EmitC_ConditionalOp(b_wins, b, tie))
+        emit(EmitC_ConditionalOp(a_wins, a, otherwise))
+        rewriter.replace(op, ops)
+
+
+# (eq, ne, lt, le, gt, ge) for the signed and unsigned integer predicates of arith.cmpi
+_CMPI_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge", "lt", "le", "gt", "ge")
+# On i1, signed order is reversed: true is -1.
+_CMPI_I1_SIGNED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+class CmpiLowering(RewritePattern):
+    """Lowers `arith.cmpi` to `emitc.cmp`, casting to unsigned for unsigned predicates."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.CmpiOp, rewriter: PatternRewriter):
+        code = op.predicate.value.data
+        predicate = _CMPI_PREDICATES[code]
+        t = convert_type(op.lhs.type, op)
+        lhs, rhs = op.lhs, op.rhs
+        ops: list[Operation] = []
+        if t == i1:
+            if 2 <= code <= 5:
+                predicate = _CMPI_I1_SIGNED[predicate]
+        elif code >= 6:
+            casts = [EmitC_CastOp(lhs, _unsigned(t)), EmitC_CastOp(rhs, _unsigned(t))]
+            ops += casts
+            lhs, rhs = (c.dest for c in casts)
+        ops.append(EmitC_CmpOp(predicate, lhs, rhs))
+        rewriter.replace(op, ops)
+
+
+# arith.cmpf predicate -> (emitc predicate, negate); None marks the special cases.
+_CMPF_PREDICATES: dict[int, tuple[str, bool] | None] = {
+    0: None,  # false
+    1: ("eq", False),  # oeq
+    2: ("gt", False),  # ogt
+    3: ("ge", False),  # oge
+    4: ("lt", False),  # olt
+    5: ("le", False),  # ole
+    6: None,  # one
+    7: None,  # ord
+    8: None,  # ueq
+    9: ("le", True),  # ugt
+    10: ("lt", True),  # uge
+    11: ("ge", True),  # ult
+    12: ("gt", True),  # ule
+    13: ("ne", False),  # une
+    14: None,  # uno
+    15: None,  # true
+}
+
+
+class CmpfLowering(RewritePattern):
+    """Lowers `arith.cmpf` to C comparisons (which are false on NaN, i.e. ordered)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.CmpfOp, rewriter: PatternRewriter):
+        code = op.predicate.value.data
+        a, b = op.lhs, op.rhs
+        simple = _CMPF_PREDICATES[code]
+        ops: list[Operation] = []
+
+        def emit(new: Operation) -> SSAValue:
+            ops.append(new)
+            return new.results[0]
+
+        if simple is not None:
+            predicate, negate = simple
+            result = emit(EmitC_CmpOp(predicate, a, b))
+            if negate:
+                emit(EmitC_LogicalNotOp(result))
+        elif code in (0, 15):
+            emit(EmitC_ConstantOp(IntegerAttr(int(code == 15), i1)))
+        elif code in (6, 8):  # one, ueq = !one
+            less = emit(EmitC_CmpOp("lt", a, b))
+            ordered_ne = emit(EmitC_LogicalOrOp(less, emit(EmitC_CmpOp("gt", a, b))))
+            if code == 8:
+                emit(EmitC_LogicalNotOp(ordered_ne))
+        elif code == 7:  # ord
+            a_ordered = emit(EmitC_CmpOp("eq", a, a))
+            emit(EmitC_LogicalAndOp(a_ordered, emit(EmitC_CmpOp("eq", b, b))))
+        else:  # uno
+            a_nan = emit(EmitC_CmpOp("ne", a, a))
+            emit(EmitC_LogicalOrOp(a_nan, emit(EmitC_CmpOp("ne", b, b))))
+        rewriter.replace(op, ops)
+
+
+class SelectLowering(RewritePattern):
+    """Lowers `arith.select` to the ternary operator."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.SelectOp, rewriter: PatternRewriter):
+        rewriter.replace(op, EmitC_ConditionalOp(op.cond, op.lhs, op.rhs))
+
+
+class CastLowering(RewritePattern):
+    """Lowers arith's conversions to C casts (none when the C types agree)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self,
+        op: arith.IndexCastOp
+        | arith.SIToFPOp
+        | arith.FPToSIOp
+        | arith.ExtFOp
+        | arith.TruncFOp,
+        rewriter: PatternRewriter,
+    ):
+        source = op.operands[0]
+        t = convert_type(op.results[0].type, op)
+        if convert_type(source.type, op) == t:
+            rewriter.replace(op, [], [source])
+        else:
+            rewriter.replace(op, EmitC_CastOp(source, t))
+
+
+# ---------------------------------------------------------------------------
+# math (and the arith ops that are library calls in C)
+# ---------------------------------------------------------------------------
+
+_LIBRARY_FUNCTIONS: dict[str, str] = {
+    "math.tanh": "tanh",
+    "math.exp": "exp",
+    "math.log": "log",
+    "math.sqrt": "sqrt",
+    "math.erf": "erf",
+    "math.absf": "fabs",
+    "math.powf": "pow",
+    "math.floor": "floor",
+    "math.ceil": "ceil",
+    "math.sin": "sin",
+    "math.cos": "cos",
+    "math.tan": "tan",
+    "math.atan": "atan",
+    "math.atan2": "atan2",
+    "math.sinh": "sinh",
+    "math.cosh": "cosh",
+    "math.exp2": "exp2",
+    "math.expm1": "expm1",
+    "math.log2": "log2",
+    "math.log10": "log10",
+    "math.log1p": "log1p",
+    "math.cbrt": "cbrt",
+    "math.trunc": "trunc",
+    "math.round": "round",
+    "math.copysign": "copysign",
+    "arith.remf": "fmod",
+    "arith.maxnumf": "fmax",
+    "arith.minnumf": "fmin",
+}
+"""Ops computed by a <math.h> function (with the `f` suffix for `float`), by name."""
+
+
+def _library_name(base: str, t: Attribute, op: Operation) -> str:
+    if isinstance(t, Float32Type):
+        return base + "f"
+    if isinstance(t, Float64Type):
+        return base
+    raise _unsupported(op, f"<math.h> has no {base} for {t}")
+
+
+class MathLowering(RewritePattern):
+    """Lowers math ops (and `arith.remf`) to calls of <math.h> functions."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        base = _LIBRARY_FUNCTIONS.get(op.name)
+        if base is None:
+            return
+        t = op.results[0].type
+        name = _library_name(base, t, op)
+        rewriter.replace(op, EmitC_CallOpaqueOp(name, op.operands, [t]))
+
+
+class RsqrtLowering(RewritePattern):
+    """Lowers `math.rsqrt` to `1 / sqrt(x)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: math.RsqrtOp, rewriter: PatternRewriter):
+        t = op.result.type
+        one = EmitC_ConstantOp(FloatAttr(1.0, t))  # pyright: ignore
+        root = EmitC_CallOpaqueOp(_library_name("sqrt", t, op), [op.operand], [t])
+        rewriter.replace(op, (one, root, EmitC_DivOp(one, root, t)))
+
+
+# ---------------------------------------------------------------------------
+# Clean-up and the pass
+# ---------------------------------------------------------------------------
+
+
+class MemRefCastElimination(RewritePattern):
+    """Replaces the memref views of lowered pointers by the pointers themselves."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: UnrealizedConversionCastOp, rewriter: PatternRewriter):
+        (source,) = op.inputs
+        if isinstance(source.type, EmitC_PointerType):
+            rewriter.replace(op, [], [source])
+
+
+def _check_lowered(module: ModuleOp) -> None:
+    """Raise, naming the op and its function, if anything but emitc is left."""
+    for op in module.walk():
+        if op is not module and op.dialect_name() != EmitC.name:
+            raise _unsupported(op, "it is not part of the loop-level IR")
+
+
+def _lowering_patterns(
+    prefix: str, defined: frozenset[str], called: frozenset[str]
+) -> list[RewritePattern]:
+    return [
+        FuncLowering(prefix, called),
+        CallLowering(prefix, defined),
+        ReturnLowering(),
+        ForLowering(),
+        IfLowering(),
+        YieldLowering(),
+        LoadLowering(),
+        StoreLowering(),
+        AllocLowering(),
+        AllocaLowering(),
+        DeallocLowering(),
+        GlobalLowering(),
+        GetGlobalLowering(),
+        ConstantLowering(),
+        BinaryLowering(),
+        UnsignedDivisionLowering(),
+        NegfLowering(),
+        MinMaxLowering(),
+        CmpiLowering(),
+        CmpfLowering(),
+        SelectLowering(),
+        CastLowering(),
+        MathLowering(),
+        RsqrtLowering(),
+    ]
+
+
+@dataclass(frozen=True)
+class ConvertLoopsToEmitCPass(ModulePass):
+    """Lowers the loop-level IR to emitc, ready for `byoc.targets.c`."""
+
+    name = "convert-loops-to-emitc"
+
+    symbol_prefix: str = ""
+    """Prepended to the symbol of every function defined in the module (and its calls)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        # The rewrite allocates many small objects; the collector's passes over
+        # them would make it superlinear.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._lower(op)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _lower(self, op: ModuleOp) -> None:
+        defined_in_order = [
+            f.sym_name.data
+            for f in op.ops
+            if isinstance(f, func.FuncOp) and not f.is_declaration
+        ]
+        defined = frozenset(defined_in_order)
+        called = frozenset(
+            call.callee.string_value() for call in op.walk() if isinstance(call, func.CallOp)
+        )
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(
+                _lowering_patterns(self.symbol_prefix, defined, called)
+            ),
+            apply_recursively=False,
+        ).rewrite_module(op)
+        PatternRewriteWalker(
+            MemRefCastElimination(), apply_recursively=False
+        ).rewrite_module(op)
+        _check_lowered(op)
+        # C needs a prototype before a call; declare every called function up front.
+        prototypes = [
+            EmitC_DeclareFuncOp(self.symbol_prefix + name)
+            for name in defined_in_order
+            if name in called
+        ]
+        if prototypes:
+            op.body.block.insert_ops_before(prototypes, op.body.block.first_op)
