@@ -39,6 +39,10 @@ class Artifact:
     """Shared objects to load before the host is JIT-compiled."""
     keepalive: list[Any] = field(default_factory=list)
     """Python objects that must live as long as the compiled model."""
+    c_flags: list[str] = field(default_factory=list)
+    """Extra compiler flags for the `.c` sources (ahead-of-time export rebuilds them)."""
+    link_flags: list[str] = field(default_factory=list)
+    """Extra linker flags (e.g. a vendor library) for the `.c` sources."""
 
 
 def no_check(ops: Sequence[Operation]) -> str | None:

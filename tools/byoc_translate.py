@@ -26,6 +26,16 @@ def parser() -> argparse.ArgumentParser:
         help="print the C of every external function",
     )
     p.add_argument(
+        "--emit-library",
+        action="store_true",
+        help="write a shared library (-o, default libmodel.so) and its C header",
+    )
+    p.add_argument(
+        "--name",
+        default="model",
+        help="C name of the exported model: <name>_run in <name>.h (default model)",
+    )
+    p.add_argument(
         "--annotate",
         default=DEFAULT_BACKEND,
         metavar="BACKENDS",
@@ -53,11 +63,23 @@ def translate(args: argparse.Namespace) -> str:
     return "\n".join(parts)
 
 
+def emit_library(args: argparse.Namespace) -> None:
+    from byoc.runtime.aot import export_library
+    from byoc.runtime.build import compile
+
+    model = compile(args.file, targets=args.annotate)
+    library, header = export_library(model, args.output or f"lib{args.name}.so", args.name)
+    print(f"wrote {library} and {header}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     def body() -> None:
         args = parser().parse_args(argv)
+        if args.emit_library:
+            emit_library(args)
+            return
         if not args.emit_c:
-            parser().error("nothing to do: give --emit-c")
+            parser().error("nothing to do: give --emit-c or --emit-library")
         text = translate(args)
         if args.output:
             with open(args.output, "w") as f:
