@@ -1,0 +1,144 @@
+"""convert-loops-to-llvm: the host exit, from the loop-level IR to the llvm dialect.
+
+The output is pure llvm dialect, which `xdsl.backend.llvm.convert.convert_module`
+turns into an llvmlite module (runtime/jit.py). The conversion runs in four
+sweeps, each linear in the module:
+
+1. `scf.for`/`scf.if` become blocks and llvm branches (walked from the end, so
+   splitting a block moves only the ops up to the next, already lowered, loop);
+2. every `index` value becomes an i64, in place;
+3. `memref.load/store` become a linearised `llvm.getelementptr` + load/store,
+   while every memref value still carries its shape;
+4. everything else: functions, calls, arith, math and the memref
+   allocations, globals and deallocations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
+
+from byoc.passes.convert_arith_to_llvm import (
+    ARITH_TO_LLVM_PATTERNS,
+    BINARY_OPS,
+    NAN_PROPAGATING_OPS,
+)
+from byoc.passes.convert_builtin_to_llvm import (
+    CFunctions,
+    lowering_error,
+    retype_index_values,
+)
+from byoc.passes.convert_func_to_llvm import FUNC_TO_LLVM_PATTERNS
+from byoc.passes.convert_math_to_llvm import (
+    LIBM_FUNCTIONS,
+    UNARY_INTRINSICS,
+    math_to_llvm_patterns,
+)
+from byoc.passes.convert_memref_to_llvm import (
+    AllocaLowering,
+    AllocLowering,
+    DeallocLowering,
+    GetGlobalLowering,
+    GlobalLowering,
+    LoadLowering,
+    StoreLowering,
+)
+from byoc.passes.convert_scf_to_llvm import SCF_TO_LLVM_PATTERNS
+from byoc.passes.speed import garbage_collector_paused
+
+LOOP_LEVEL_OPS = frozenset(
+    {
+        "builtin.module",
+        "func.func",
+        "func.call",
+        "func.return",
+        "scf.for",
+        "scf.if",
+        "scf.yield",
+        "memref.alloc",
+        "memref.alloca",
+        "memref.dealloc",
+        "memref.load",
+        "memref.store",
+        "memref.get_global",
+        "memref.global",
+        "arith.constant",
+        "arith.cmpi",
+        "arith.cmpf",
+        "arith.select",
+        "arith.negf",
+        "arith.index_cast",
+        "arith.extsi",
+        "arith.extui",
+        "arith.trunci",
+        "arith.sitofp",
+        "arith.fptosi",
+        "arith.extf",
+        "arith.truncf",
+        *BINARY_OPS,
+        *NAN_PROPAGATING_OPS,
+        "math.powf",
+        "math.rsqrt",
+        *(op.name for op in UNARY_INTRINSICS),
+        *(op.name for op in LIBM_FUNCTIONS),
+    }
+)
+"""The ops this pass lowers: the loop-level IR of docs/architecture.md (and a few
+more arith/math ops that cost nothing). Ops already in the llvm dialect stay."""
+
+
+def check_loop_level(module: ModuleOp) -> None:
+    """Raise a ByocError naming the first op that is not loop-level IR."""
+    for op in module.walk():
+        if op.name not in LOOP_LEVEL_OPS and op.dialect_name() != "llvm":
+            raise lowering_error(
+                op, "it is not an op of the loop-level IR (docs/architecture.md)"
+            )
+
+
+@dataclass(frozen=True)
+class ConvertLoopsToLLVMPass(ModulePass):
+    """Lower the loop-level IR to the llvm dialect, memrefs as bare pointers."""
+
+    name = "convert-loops-to-llvm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_loop_level(op)
+        with garbage_collector_paused():
+            lower_to_llvm(op)
+
+
+def lower_to_llvm(module: ModuleOp) -> None:
+    """The four sweeps of the module docstring."""
+    # The patterns create only llvm ops, which no pattern matches, so one sweep
+    # of each walker is enough.
+    PatternRewriteWalker(
+        GreedyRewritePatternApplier(list(SCF_TO_LLVM_PATTERNS)),
+        walk_reverse=True,
+        apply_recursively=False,
+    ).rewrite_module(module)
+    retype_index_values(module)
+    PatternRewriteWalker(
+        GreedyRewritePatternApplier([LoadLowering(), StoreLowering()]),
+        apply_recursively=False,
+    ).rewrite_module(module)
+    c_functions = CFunctions(module)
+    PatternRewriteWalker(
+        GreedyRewritePatternApplier(
+            [
+                *FUNC_TO_LLVM_PATTERNS,
+                *ARITH_TO_LLVM_PATTERNS,
+                *math_to_llvm_patterns(c_functions),
+                AllocLowering(c_functions),
+                AllocaLowering(),
+                DeallocLowering(c_functions),
+                GetGlobalLowering(),
+                GlobalLowering(),
+            ]
+        ),
+        apply_recursively=False,
+    ).rewrite_module(module)
