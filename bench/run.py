@@ -1,0 +1,181 @@
+"""End-to-end latency of byoc configurations against numpy and onnxruntime.
+
+Workloads (each built once as an ONNX model, imported into byoc, so every
+contender runs the same graph and weights):
+  (a) ((a+b)*c)-d on 1024x1024 float32
+  (b) MLP x[64,512] -> dense 1024 + bias + relu -> dense 10 + bias
+  (c) CNN 1x3x32x32 -> conv 16 3x3 pad 1 + bias + relu -> maxpool 2
+      -> conv 32 3x3 pad 1 + bias + relu -> flatten -> dense 10
+  (d) per-call overhead: a 4-element add called from Python
+
+Prints median latency (ms, or us for the overhead) and the ratio to
+onnxruntime (CPU provider, 2 threads) and to numpy. A benchmark, not a test.
+
+    python bench/run.py [--runs 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import byoc
+from byoc.backends import available_backends
+
+CONFIGS = {
+    "byoc host": [],
+    "byoc ccompiler": ["ccompiler"],
+    "byoc cblas,ccompiler": ["cblas", "ccompiler"],
+    "byoc onnxruntime": ["onnxruntime"],
+}
+
+
+def median_time(fn: Callable[[], object], runs: int) -> float:
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def elementwise_model():
+    from onnx import TensorProto, helper
+
+    shape = [1024, 1024]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in "abcd"]
+    nodes = [
+        helper.make_node("Add", ["a", "b"], ["s"]),
+        helper.make_node("Mul", ["s", "c"], ["p"]),
+        helper.make_node("Sub", ["p", "d"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "elementwise", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+    rng = np.random.default_rng(0)
+    feeds = [rng.standard_normal(shape).astype(np.float32) for _ in range(4)]
+
+    def numpy_fn(a, b, c, d):
+        return ((a + b) * c) - d
+
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), feeds, numpy_fn
+
+
+def mlp_model():
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(1)
+    w1 = (rng.standard_normal((512, 1024)) * 0.05).astype(np.float32)
+    b1 = rng.standard_normal(1024).astype(np.float32)
+    w2 = (rng.standard_normal((1024, 10)) * 0.05).astype(np.float32)
+    b2 = rng.standard_normal(10).astype(np.float32)
+    inits = [numpy_helper.from_array(v, n) for v, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"))]
+    nodes = [
+        helper.make_node("Gemm", ["x", "w1", "b1"], ["h"]),
+        helper.make_node("Relu", ["h"], ["r"]),
+        helper.make_node("Gemm", ["r", "w2", "b2"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 512])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 10])],
+        inits,
+    )
+    feeds = [rng.standard_normal((64, 512)).astype(np.float32)]
+
+    def numpy_fn(x):
+        return np.maximum(x @ w1 + b1, 0) @ w2 + b2
+
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), feeds, numpy_fn
+
+
+def cnn_model():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "make_cnn", Path(__file__).parent.parent / "examples" / "make_cnn.py"
+    )
+    assert spec and spec.loader
+    make_cnn = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_cnn)
+    model = make_cnn.build_model()
+    rng = np.random.default_rng(2)
+    return model, [rng.standard_normal((1, 3, 32, 32)).astype(np.float32)], None
+
+
+def add4_model():
+    from onnx import TensorProto, helper
+
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [4]) for n in "ab"]
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["y"])],
+        "add4",
+        inputs,
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+    )
+    feeds = [np.ones(4, np.float32), np.ones(4, np.float32)]
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), feeds, np.add
+
+
+def ort_session(model):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    return lambda *xs: session.run(None, dict(zip(names, xs)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=50)
+    args = parser.parse_args()
+    from byoc.frontend.onnx_import import from_onnx
+
+    installed = set(available_backends())
+    workloads = [
+        ("(a) ((a+b)*c)-d 1024^2", elementwise_model, 1e3, "ms"),
+        ("(b) MLP 64x512", mlp_model, 1e3, "ms"),
+        ("(c) CNN 1x3x32x32", cnn_model, 1e3, "ms"),
+        ("(d) add of 4, per call", add4_model, 1e6, "us"),
+    ]
+    print(f"{'workload':26} {'contender':24} {'median':>10} {'x ort':>7} {'x numpy':>8}")
+    for title, make, scale, unit in workloads:
+        model, feeds, numpy_fn = make()
+        ort_run = ort_session(model)
+        ort_time = median_time(lambda: ort_run(*feeds), args.runs)
+        numpy_time = median_time(lambda: numpy_fn(*feeds), args.runs) if numpy_fn else None
+        rows = [("onnxruntime (2 threads)", ort_time)]
+        if numpy_time is not None:
+            rows.append(("numpy", numpy_time))
+        module = from_onnx(model)
+        expected = ort_run(*feeds)[0]
+        for name, targets in CONFIGS.items():
+            if any(t not in installed for t in targets):
+                continue
+            try:
+                compiled = byoc.compile(module, targets=targets)
+                got = compiled(*feeds)
+                if not np.allclose(got, expected, rtol=1e-3, atol=1e-4):
+                    rows.append((name + " WRONG", float("nan")))
+                    continue
+            except byoc.ByocError as err:
+                print(f"{title:26} {name:24} failed: {str(err).splitlines()[0]}")
+                continue
+            rows.append((name, median_time(lambda: compiled(*feeds), args.runs)))
+        for name, seconds in rows:
+            vs_ort = seconds / ort_time
+            vs_np = f"{seconds / numpy_time:8.2f}" if numpy_time else f"{'-':>8}"
+            print(f"{title:26} {name:24} {seconds * scale:8.3f}{unit} {vs_ort:7.2f} {vs_np}")
+        print()
+
+
+if __name__ == "__main__":
+    main()
