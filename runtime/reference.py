@@ -2,12 +2,17 @@
 
 Every backend and the host are tested against it. It runs the graph level
 (relay ops, extern.region, extern.call, func.call) one op at a time, with
-no compilation.
+no compilation. Kernels get `(op, input arrays)` and read attributes through
+`op.attrs()`; sums, products and transcendental functions other than numpy's
+own float32 ones are computed in float64 and rounded once to the result's
+dtype, so a float32 op gives float32 results close to exact.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
@@ -35,15 +40,339 @@ def _elementwise(fn: Callable[..., np.ndarray]) -> Kernel:
     return lambda op, args: fn(*args)
 
 
+def _wide(x: np.ndarray) -> np.ndarray:
+    """`x` in float64 (or wider): accumulations in the reference round once, at the end."""
+    return np.asarray(x, dtype=np.promote_types(x.dtype, np.float64))
+
+
+def _as(x: np.ndarray, like: np.ndarray) -> np.ndarray:
+    return np.asarray(x, dtype=like.dtype)
+
+
+def _in_wide(fn: Callable[[np.ndarray], np.ndarray]) -> Kernel:
+    """An elementwise kernel computed in float64 and rounded to the input's dtype."""
+    return lambda op, args: _as(fn(_wide(args[0])), args[0])
+
+
+_erf64 = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    # math.erf is accurate to double precision; scipy is not a dependency.
+    return _erf64(x) if x.size else np.zeros_like(x)
+
+
+def _clip(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    attrs = _attrs(op)
+    (x,) = args
+    low, high = x.dtype.type(attrs["a_min"]), x.dtype.type(attrs["a_max"])
+    return np.minimum(np.maximum(x, low), high)
+
+
+def _attrs(op: Operation) -> dict[str, Any]:
+    assert isinstance(op, relay.RelayOp)
+    return op.attrs()
+
+
+def _along(vector: np.ndarray, axis: int, rank: int) -> np.ndarray:
+    """A 1-d `vector` shaped to broadcast along `axis` of a rank-`rank` array."""
+    shape = [1] * rank
+    shape[axis] = vector.shape[0]
+    return vector.reshape(shape)
+
+
+def _bias_add(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    data, bias = args
+    axis = relay.normalize_axis(_attrs(op)["axis"], data.ndim, op.name)
+    return data + _along(bias, axis, data.ndim)
+
+
+# --- Linear algebra ---
+
+
+def _dense(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    data, weight = args
+    return _as(_wide(data) @ _wide(weight).T, data)
+
+
+def _matmul(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    a, b = _wide(args[0]), _wide(args[1])
+    attrs = _attrs(op)
+    if attrs["transpose_a"]:
+        a = np.swapaxes(a, -1, -2)
+    if attrs["transpose_b"]:
+        b = b.T
+    return _as(a @ b, args[0])
+
+
+def _batch_matmul(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    x, y = _wide(args[0]), _wide(args[1])
+    attrs = _attrs(op)
+    if attrs["transpose_a"]:
+        x = np.swapaxes(x, -1, -2)
+    if attrs["transpose_b"]:
+        y = np.swapaxes(y, -1, -2)
+    return _as(np.matmul(x, y), args[0])
+
+
+# --- Convolution and pooling ---
+
+
+def _windows(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilation: Sequence[int],
+) -> np.ndarray:
+    """Every window of the last two axes of `x`: shape `(..., OH, OW, KH, KW)`."""
+    spans = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
+    view = np.lib.stride_tricks.sliding_window_view(x, spans, axis=(-2, -1))
+    return view[..., :: strides[0], :: strides[1], :: dilation[0], :: dilation[1]]
+
+
+def _conv2d(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    data, weight = args
+    attrs = _attrs(op)
+    top, left, bottom, right = relay.normalize_padding(attrs["padding"], op.name)
+    groups = attrs["groups"]
+    n, c, _, _ = data.shape
+    o, i, kh, kw = weight.shape
+    padded = np.pad(_wide(data), ((0, 0), (0, 0), (top, bottom), (left, right)))
+    win = _windows(padded, (kh, kw), attrs["strides"], attrs["dilation"])
+    oh, ow = win.shape[2], win.shape[3]
+    win = win.reshape(n, groups, c // groups, oh, ow, kh, kw)
+    w = _wide(weight).reshape(groups, o // groups, i, kh, kw)
+    out = np.einsum("ngchwij,gocij->ngohw", win, w, optimize=True)
+    return _as(out.reshape(n, o, oh, ow), data)
+
+
+def _pool_geometry(
+    op: Operation, data: np.ndarray
+) -> tuple[dict[str, Any], tuple[int, int, int, int], tuple[int, int]]:
+    """Attributes, explicit padding and the extra bottom/right padding `ceil_mode` needs."""
+    attrs = _attrs(op)
+    pads = relay.normalize_padding(attrs["padding"], op.name)
+    out = relay.pool2d_output_shape(
+        data.shape,
+        attrs["pool_size"],
+        attrs["strides"],
+        attrs["padding"],
+        attrs["dilation"],
+        attrs["ceil_mode"],
+        op.name,
+    )
+    extra = []
+    for dim in range(2):
+        span = attrs["dilation"][dim] * (attrs["pool_size"][dim] - 1) + 1
+        needed = (out[2 + dim] - 1) * attrs["strides"][dim] + span
+        have = data.shape[2 + dim] + pads[dim] + pads[dim + 2]
+        extra.append(max(0, needed - have))
+    return attrs, pads, (extra[0], extra[1])
+
+
+def _pad_hw(
+    x: np.ndarray, pads: Sequence[int], extra: Sequence[int], value: float
+) -> np.ndarray:
+    top, left, bottom, right = pads
+    widths = [(0, 0)] * (x.ndim - 2) + [(top, bottom + extra[0]), (left, right + extra[1])]
+    return np.pad(x, widths, constant_values=value)
+
+
+def _max_pool2d(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    attrs, pads, extra = _pool_geometry(op, data)
+    padded = _pad_hw(data, pads, extra, -np.inf)
+    win = _windows(padded, attrs["pool_size"], attrs["strides"], attrs["dilation"])
+    return win.max(axis=(-2, -1))
+
+
+def _avg_pool2d(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    attrs, pads, extra = _pool_geometry(op, data)
+    size, strides, dilation = attrs["pool_size"], attrs["strides"], attrs["dilation"]
+    total = _windows(_pad_hw(_wide(data), pads, extra, 0.0), size, strides, dilation)
+    total = total.sum(axis=(-2, -1))
+    # The divisor: real elements in the window, plus the explicit padding if
+    # count_include_pad; the extra ceil_mode padding never counts.
+    if attrs["count_include_pad"]:
+        top, left, bottom, right = pads
+        counted = np.ones(
+            (data.shape[2] + top + bottom, data.shape[3] + left + right)
+        )
+        counted = _pad_hw(counted, (0, 0, 0, 0), extra, 0.0)
+    else:
+        counted = _pad_hw(np.ones(data.shape[2:]), pads, extra, 0.0)
+    count = _windows(counted, size, strides, dilation).sum(axis=(-2, -1))
+    return _as(total / np.maximum(count, 1.0), data)
+
+
+def _global_avg_pool2d(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    return _as(_wide(data).mean(axis=(2, 3), keepdims=True), data)
+
+
+# --- Normalisation ---
+
+
+def _softmax(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    x = _wide(data)
+    axis = _attrs(op)["axis"]
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return _as(e / e.sum(axis=axis, keepdims=True), data)
+
+
+def _log_softmax(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    x = _wide(data)
+    axis = _attrs(op)["axis"]
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return _as(shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True)), data)
+
+
+def _normalize(
+    op: Operation,
+    data: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    gamma: np.ndarray,
+    beta: np.ndarray,
+    axis: int,
+) -> np.ndarray:
+    attrs = _attrs(op)
+    out = (_wide(data) - mean) / np.sqrt(var + attrs["epsilon"])
+    if attrs["scale"]:
+        out = out * _along(_wide(gamma), axis, data.ndim)
+    if attrs["center"]:
+        out = out + _along(_wide(beta), axis, data.ndim)
+    return _as(out, data)
+
+
+def _batch_norm(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    data, gamma, beta, mean, var = args
+    axis = relay.normalize_axis(_attrs(op)["axis"], data.ndim, op.name)
+    return _normalize(
+        op,
+        data,
+        _along(_wide(mean), axis, data.ndim),
+        _along(_wide(var), axis, data.ndim),
+        gamma,
+        beta,
+        axis,
+    )
+
+
+def _layer_norm(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    data, gamma, beta = args
+    axis = relay.normalize_axis(_attrs(op)["axis"], data.ndim, op.name)
+    x = _wide(data)
+    mean = x.mean(axis=axis, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axis, keepdims=True)
+    return _normalize(op, data, mean, var, gamma, beta, axis)
+
+
+# --- Shape manipulation ---
+
+
+def _reshape(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    shape = relay.reshape_output_shape(data.shape, _attrs(op)["newshape"], op.name)
+    return data.reshape(shape)
+
+
+def _transpose(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    return data.transpose(relay.transpose_axes(data.ndim, _attrs(op)["axes"], op.name))
+
+
+def _concatenate(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(args, axis=_attrs(op)["axis"])
+
+
+def _batch_flatten(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    return data.reshape(relay.batch_flatten_output_shape(data.shape, op.name))
+
+
+def _squeeze(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    return data.reshape(relay.squeeze_output_shape(data.shape, _attrs(op)["axis"], op.name))
+
+
+def _expand_dims(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    attrs = _attrs(op)
+    shape = relay.expand_dims_output_shape(
+        data.shape, attrs["axis"], attrs["num_newaxis"], op.name
+    )
+    return data.reshape(shape)
+
+
+# --- Reductions ---
+
+
+def _reduction(fn: Callable[..., np.ndarray], wide: bool) -> Kernel:
+    def kernel(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+        (data,) = args
+        assert isinstance(op, relay.ReduceOp)
+        axes = op.reduced_axes()
+        keepdims = _attrs(op)["keepdims"]
+        return _as(fn(_wide(data) if wide else data, axis=axes, keepdims=keepdims), data)
+
+    return kernel
+
+
+def _max(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
+    # An empty reduction gives -inf, the identity of max (numpy would raise).
+    return np.max(x, axis=axis, keepdims=keepdims, initial=-np.inf)
+
+
+def _constant(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    assert isinstance(op, relay.ConstantOp)
+    return op.to_numpy()
+
+
 REFERENCE: dict[str, Kernel] = {
     relay.AddOp.name: _elementwise(np.add),
     relay.SubtractOp.name: _elementwise(np.subtract),
     relay.MultiplyOp.name: _elementwise(np.multiply),
     relay.DivideOp.name: _elementwise(np.divide),
+    relay.MaximumOp.name: _elementwise(np.maximum),
+    relay.MinimumOp.name: _elementwise(np.minimum),
+    relay.PowerOp.name: _elementwise(np.power),
     relay.ReluOp.name: _elementwise(lambda x: np.maximum(x, x.dtype.type(0))),
     relay.TanhOp.name: _elementwise(np.tanh),
     relay.ExpOp.name: _elementwise(np.exp),
     relay.NegativeOp.name: _elementwise(np.negative),
+    relay.AbsOp.name: _elementwise(np.abs),
+    relay.LogOp.name: _elementwise(np.log),
+    relay.SqrtOp.name: _elementwise(np.sqrt),
+    relay.RsqrtOp.name: _in_wide(lambda x: 1.0 / np.sqrt(x)),
+    relay.SigmoidOp.name: _in_wide(lambda x: 1.0 / (1.0 + np.exp(-x))),
+    relay.ErfOp.name: _in_wide(_erf),
+    relay.ClipOp.name: _clip,
+    relay.BiasAddOp.name: _bias_add,
+    relay.DenseOp.name: _dense,
+    relay.MatmulOp.name: _matmul,
+    relay.BatchMatmulOp.name: _batch_matmul,
+    relay.Conv2dOp.name: _conv2d,
+    relay.MaxPool2dOp.name: _max_pool2d,
+    relay.AvgPool2dOp.name: _avg_pool2d,
+    relay.GlobalAvgPool2dOp.name: _global_avg_pool2d,
+    relay.SoftmaxOp.name: _softmax,
+    relay.LogSoftmaxOp.name: _log_softmax,
+    relay.BatchNormOp.name: _batch_norm,
+    relay.LayerNormOp.name: _layer_norm,
+    relay.ReshapeOp.name: _reshape,
+    relay.TransposeOp.name: _transpose,
+    relay.ConcatenateOp.name: _concatenate,
+    relay.BatchFlattenOp.name: _batch_flatten,
+    relay.SqueezeOp.name: _squeeze,
+    relay.ExpandDimsOp.name: _expand_dims,
+    relay.SumOp.name: _reduction(np.sum, wide=True),
+    relay.MeanOp.name: _reduction(np.mean, wide=True),
+    relay.MaxOp.name: _reduction(_max, wide=False),
+    relay.ConstantOp.name: _constant,
 }
 """numpy meaning of each relay op, by op name."""
 
