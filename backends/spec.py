@@ -86,6 +86,9 @@ class Backend:
     """The generated source of outlined functions, for showing (`--emit-c`)."""
     composites: tuple[Composite, ...] = ()
     """Patterns taken as units, tried (longest first) before single ops."""
+    inline_constants: int = 1024
+    """Constants of at most this many elements are copied into this backend's
+    functions; larger ones (weights) are passed as arguments."""
 
     def check(self, op: Operation) -> str | None:
         """None when this backend takes `op`, else why it does not."""

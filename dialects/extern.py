@@ -37,6 +37,9 @@ TARGET_ATTR = "extern.target"
 COMPILER_ATTR = "extern.compiler"
 """Attribute naming the backend of an outlined function."""
 
+INLINE_ATTR = "extern.inline"
+"""On a relay.constant: the backends that copy it into their functions."""
+
 COMPOSITE_ATTR = "extern.composite"
 """Attribute naming the composite pattern an op belongs to (e.g. `ccompiler.conv2d_bias_relu`)."""
 

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from byoc.backends import DEFAULT_BACKEND, Backend, Composite, parse_targets
-from byoc.dialects.extern import COMPILER_ATTR, COMPOSITE_ATTR, TARGET_ATTR
+from byoc.dialects.extern import COMPILER_ATTR, COMPOSITE_ATTR, INLINE_ATTR, TARGET_ATTR
 from byoc.frontend.diagnostics import ByocError
 from byoc.frontend.parse import describe
 
@@ -37,9 +38,33 @@ def host_functions(module: ModuleOp) -> Iterator[func.FuncOp]:
             yield op
 
 
+def is_constant(op: Operation) -> bool:
+    return op.name == "relay.constant"
+
+
 def is_graph_op(op: Operation) -> bool:
-    """Whether `op` is a tensor operator a backend could take."""
-    return op.name.startswith("relay.")
+    """Whether `op` is a tensor operator a backend could take (constants are not:
+    they go with the ops that use them)."""
+    return op.name.startswith("relay.") and not is_constant(op)
+
+
+def mark_inlined_constants(block: Block, backends: Sequence[Backend]) -> None:
+    """Tag each constant with the backends that will copy it into their functions."""
+    limits = {b.name: b.inline_constants for b in backends}
+    for op in block.ops:
+        if not is_constant(op):
+            continue
+        size = prod(op.results[0].type.get_shape())  # type: ignore[attr-defined]
+        users = {
+            use.operation.attributes.get(TARGET_ATTR) for use in op.results[0].uses
+        }
+        inline = [
+            StringAttr(t.data)
+            for t in users
+            if isinstance(t, StringAttr) and size <= limits.get(t.data, -1)
+        ]
+        if inline:
+            op.attributes[INLINE_ATTR] = ArrayAttr(sorted(inline, key=lambda a: a.data))
 
 
 def match_chain(
@@ -110,6 +135,7 @@ def annotate_block(
     for op in ops:
         if TARGET_ATTR not in op.attributes:
             declined[op] = reasons.get(op, [])
+    mark_inlined_constants(block, backends)
 
 
 def annotate(

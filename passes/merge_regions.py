@@ -28,12 +28,18 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.ir import Block, Operation, OpResult, SSAValue
 from xdsl.ir import Region as IRRegion
 from xdsl.passes import ModulePass
 
-from byoc.dialects.extern import COMPOSITE_ATTR, TARGET_ATTR, RegionOp, YieldOp
+from byoc.dialects.extern import (
+    COMPOSITE_ATTR,
+    INLINE_ATTR,
+    TARGET_ATTR,
+    RegionOp,
+    YieldOp,
+)
 from byoc.passes.annotate import host_functions
 from byoc.passes.speed import garbage_collector_paused
 
@@ -185,8 +191,9 @@ def cut_out(region: Region) -> Cut:
     """Move `region`'s ops into a new block whose arguments are the values it reads."""
     members = set(region.ops)
     inputs: list[SSAValue] = []
-    arg_of: dict[SSAValue, BlockArgument] = {}
+    arg_of: dict[SSAValue, SSAValue] = {}
     body = Block()
+    copies: list[Operation] = []
     outputs: list[OpResult] = []
     for op in region.ops:
         for i, operand in enumerate(op.operands):
@@ -195,18 +202,42 @@ def cut_out(region: Region) -> Cut:
                 continue
             arg = arg_of.get(operand)
             if arg is None:
-                arg = body.insert_arg(operand.type, len(inputs))
+                if isinstance(owner, Operation) and _inlined_into(owner, region):
+                    copy = owner.clone()
+                    del copy.attributes[INLINE_ATTR]
+                    copies.append(copy)
+                    arg = copy.results[0]
+                else:
+                    arg = body.insert_arg(operand.type, len(inputs))
+                    inputs.append(operand)
                 arg_of[operand] = arg
-                inputs.append(operand)
             op.operands[i] = arg
         for result in op.results:
             if any(use.operation not in members for use in result.uses):
                 outputs.append(result)
+    body.add_ops(copies)
     for op in region.ops:
         op.detach()
         body.add_op(op)
         del op.attributes[TARGET_ATTR]
     return Cut(region, inputs, outputs, body)
+
+
+def _inlined_into(op: Operation, region: Region) -> bool:
+    """Whether `op` is a constant that `region`'s backend copies instead of passing."""
+    inline = op.attributes.get(INLINE_ATTR)
+    return isinstance(inline, ArrayAttr) and region.backend in inline.data
+
+
+def drop_inlined_constants(block: Block) -> None:
+    """Remove host constants every user of which got its own copy; untag the rest."""
+    for op in list(block.ops):
+        if INLINE_ATTR in op.attributes:
+            if op.results[0].uses:
+                del op.attributes[INLINE_ATTR]
+            else:
+                op.detach()
+                op.erase()
 
 
 def redirect(cut: Cut, replacements: Sequence[SSAValue]) -> None:
@@ -256,6 +287,7 @@ def group_block(
     while prune(regions, min_region_size):
         regions, region_of = assign_regions(block)
     if not regions:
+        drop_inlined_constants(block)
         return []
     order = list(_units_in_topological_order(block, regions, region_of))
     created: list[Operation] = []
@@ -267,6 +299,7 @@ def group_block(
         else:
             unit.detach()
             block.add_op(unit)
+    drop_inlined_constants(block)
     return created
 
 
