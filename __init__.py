@@ -6,10 +6,11 @@
 """
 
 from byoc.frontend.diagnostics import ByocError
+from byoc.frontend.onnx_import import from_onnx
 from byoc.runtime.build import compile
 from byoc.runtime.compiled import CompiledModule
 from byoc.runtime.reference import run_reference
 from byoc.runtime.saved import load
 
-__all__ = ["ByocError", "CompiledModule", "compile", "load", "run_reference"]
+__all__ = ["ByocError", "CompiledModule", "compile", "from_onnx", "load", "run_reference"]
 __version__ = "0.1.0"

@@ -29,7 +29,14 @@ Source = str | Path | ModuleOp
 
 
 def load_source(source: Source) -> ModuleOp:
-    """A fresh, verified module from a path, relay text, or a module (copied)."""
+    """A fresh, verified module from a path, relay text, or a module (copied).
+
+    A `.onnx` path or an `onnx.ModelProto` goes through the ONNX importer.
+    """
+    from byoc.frontend.onnx_import import from_onnx, is_onnx_source
+
+    if is_onnx_source(source):
+        return from_onnx(source)  # type: ignore[arg-type]
     if isinstance(source, ModuleOp):
         module = source.clone()
         verify_module(module)
@@ -137,8 +144,12 @@ def partition_for(module: ModuleOp, backends: Sequence[Backend]) -> None:
 
 def source_content(source: Source) -> bytes | None:
     """The bytes a compile of `source` depends on, for the cache key (None: unknown)."""
+    from byoc.frontend.onnx_import import is_onnx_source
+
     if isinstance(source, ModuleOp):
         return b"module\0" + str(source).encode()
+    if is_onnx_source(source) and not isinstance(source, (str, Path)):
+        return b"onnx\0" + source.SerializeToString()  # type: ignore[union-attr]
     if isinstance(source, Path) or (
         isinstance(source, str) and "\n" not in source and "{" not in source
     ):

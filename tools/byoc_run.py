@@ -29,7 +29,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="byoc-run", description="Compile and run a model on numpy arrays."
     )
-    p.add_argument("file", help="relay-dialect .mlir file")
+    p.add_argument("file", help="relay-dialect .mlir file or ONNX .onnx model")
     p.add_argument(
         "--annotate",
         nargs="?",

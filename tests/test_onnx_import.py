@@ -1,0 +1,1040 @@
+"""The ONNX importer: every covered op against onnxruntime, the CNN example and a
+transformer block end to end, and how bad models fail."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from xdsl.dialects.builtin import FileLineColLoc  # noqa: E402
+
+import byoc  # noqa: E402
+from byoc.backends import available_backends  # noqa: E402
+from byoc.dialects import relay  # noqa: E402
+from byoc.frontend.diagnostics import ByocError  # noqa: E402
+from byoc.frontend.onnx_import import SUPPORTED_OPS, from_onnx  # noqa: E402
+from byoc.frontend.parse import parse_text  # noqa: E402
+
+BIN = Path(sys.executable).parent
+EXAMPLES = Path(__file__).parent.parent / "examples"
+RTOL, ATOL = 1e-4, 1e-5
+
+
+# --- Building models ------------------------------------------------------------
+
+
+def make_model(
+    nodes: Sequence[onnx.NodeProto],
+    inputs: dict[str, Sequence[int | str]],
+    outputs: Sequence[str],
+    initializers: dict[str, np.ndarray] | None = None,
+    opset: int = 21,
+    input_type: int = TensorProto.FLOAT,
+) -> onnx.ModelProto:
+    """A one-graph model; outputs get no declared shape (shape inference finds it)."""
+    graph = helper.make_graph(
+        list(nodes),
+        "test",
+        [helper.make_tensor_value_info(n, input_type, list(s)) for n, s in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+        initializer=[
+            numpy_helper.from_array(np.asarray(a), n) for n, a in (initializers or {}).items()
+        ],
+    )
+    # IR 8 is read by every onnxruntime that supports opset 21.
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8
+    )
+
+
+def run_onnxruntime(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    return session.run(None, inputs)
+
+
+def random(shape: Sequence[int], seed: int = 0, positive: bool = False) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(np.float32)
+    return np.abs(x) + np.float32(0.1) if positive else x
+
+
+def assert_all_close(got: Sequence[np.ndarray], want: Sequence[np.ndarray], what: str) -> None:
+    assert len(got) == len(want), what
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == w.shape, f"{what}: output {i} shape {g.shape} != {w.shape}"
+        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL, err_msg=f"{what}: output {i}")
+
+
+@dataclass
+class Case:
+    """One model with its inputs; `node` is the op type the case covers."""
+
+    id: str
+    node: str
+    build: Callable[[], onnx.ModelProto]
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+CASES: list[Case] = []
+
+
+def case(
+    id: str,
+    nodes: Sequence[onnx.NodeProto],
+    inputs: dict[str, np.ndarray],
+    outputs: Sequence[str] = ("y",),
+    initializers: dict[str, np.ndarray] | None = None,
+    opset: int = 21,
+) -> None:
+    def build() -> onnx.ModelProto:
+        shapes = {n: a.shape for n, a in inputs.items()}
+        return make_model(nodes, shapes, outputs, initializers, opset)
+
+    CASES.append(Case(id, nodes[-1].op_type, build, inputs))
+
+
+N = helper.make_node
+X234 = {"x": random((2, 3, 4))}
+X4D = {"x": random((1, 4, 7, 7))}
+
+# Elementwise
+for op in ("Erf", "Relu", "Sigmoid", "Tanh", "Exp", "Neg", "Abs", "Identity"):
+    case(op.lower(), [N(op, ["x"], ["y"])], X234)
+for op in ("Sqrt", "Log"):
+    case(op.lower(), [N(op, ["x"], ["y"])], {"x": random((2, 3, 4), positive=True)})
+for op in ("Add", "Sub", "Mul", "Div", "Max", "Min"):
+    case(
+        f"{op.lower()}-broadcast",
+        [N(op, ["x", "z"], ["y"])],
+        {"x": random((2, 3, 4)), "z": random((4,), seed=1)},
+    )
+case(
+    "add-initializer",
+    [N("Add", ["x", "b"], ["y"])],
+    X234,
+    initializers={"b": random((3, 1), seed=2)},
+)
+case(
+    "div-scalar-initializer",
+    [N("Div", ["x", "d"], ["y"])],
+    X234,
+    initializers={"d": np.array(2.5, np.float32)},
+)
+case(
+    "max-three",
+    [N("Max", ["x", "a", "b"], ["y"])],
+    {"x": random((2, 3)), "a": random((2, 3), 1), "b": random((3,), 2)},
+)
+case("min-one", [N("Min", ["x"], ["y"])], X234)
+case(
+    "pow",
+    [N("Pow", ["x", "e"], ["y"])],
+    {"x": random((2, 3), positive=True), "e": random((2, 3), seed=1)},
+)
+case(
+    "pow-float-exponent",
+    [N("Pow", ["x", "e"], ["y"])],
+    {"x": random((2, 3), positive=True)},
+    initializers={"e": np.array(0.5, np.float32)},
+)
+case(
+    "pow-int-exponent",
+    [N("Pow", ["x", "e"], ["y"])],
+    X234,
+    initializers={"e": np.array(3, np.int64)},
+)
+case(
+    "clip-inputs",
+    [N("Clip", ["x", "lo", "hi"], ["y"])],
+    X234,
+    initializers={"lo": np.array(-0.5, np.float32), "hi": np.array(0.7, np.float32)},
+)
+case(
+    "clip-max-only",
+    [N("Clip", ["x", "", "hi"], ["y"])],
+    X234,
+    initializers={"hi": np.array(0.3, np.float32)},
+)
+case(
+    "clip-min-only",
+    [N("Clip", ["x", "lo"], ["y"])],
+    X234,
+    initializers={"lo": np.array(0.0, np.float32)},
+)
+case("clip-none", [N("Clip", ["x"], ["y"])], X234)
+case(
+    "clip-min-above-max",
+    [N("Clip", ["x", "lo", "hi"], ["y"])],
+    X234,
+    initializers={"lo": np.array(1.0, np.float32), "hi": np.array(-1.0, np.float32)},
+)
+case("clip-attributes-opset6", [N("Clip", ["x"], ["y"], min=-0.2, max=0.4)], X234, opset=6)
+case(
+    "dropout-inference",
+    [N("Dropout", ["x"], ["y"], name="drop")],
+    X234,
+)
+
+# Softmax
+case("softmax-default", [N("Softmax", ["x"], ["y"])], X234)
+case("softmax-axis1", [N("Softmax", ["x"], ["y"], axis=1)], X234)
+case("softmax-axis0-opset13", [N("Softmax", ["x"], ["y"], axis=0)], X234, opset=13)
+case("softmax-opset11-coerced-2d", [N("Softmax", ["x"], ["y"], axis=1)], X234, opset=11)
+case("softmax-opset11-last-axis", [N("Softmax", ["x"], ["y"], axis=2)], X234, opset=11)
+
+# Convolution
+W443 = random((6, 4, 3, 3), seed=3)
+B6 = random((6,), seed=4)
+case(
+    "conv-pads-bias",
+    [N("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])],
+    X4D,
+    initializers={"w": W443, "b": B6},
+)
+case(
+    "conv-strides-asymmetric-pads",
+    [N("Conv", ["x", "w"], ["y"], strides=[2, 1], pads=[0, 1, 2, 0])],
+    X4D,
+    initializers={"w": W443},
+)
+case(
+    "conv-dilations-kernel-shape",
+    [N("Conv", ["x", "w"], ["y"], dilations=[2, 2], kernel_shape=[3, 3])],
+    X4D,
+    initializers={"w": W443},
+)
+case(
+    "conv-group2",
+    [N("Conv", ["x", "w", "b"], ["y"], group=2, pads=[1, 1, 1, 1])],
+    X4D,
+    initializers={"w": random((6, 2, 3, 3), seed=5), "b": B6},
+)
+case(
+    "conv-depthwise",
+    [N("Conv", ["x", "w"], ["y"], group=4)],
+    X4D,
+    initializers={"w": random((8, 1, 3, 3), seed=6)},
+)
+for mode in ("SAME_UPPER", "SAME_LOWER", "VALID"):
+    case(
+        f"conv-auto-pad-{mode.lower()}",
+        [N("Conv", ["x", "w"], ["y"], auto_pad=mode, strides=[2, 2])],
+        {"x": random((1, 4, 8, 7))},
+        initializers={"w": random((6, 4, 4, 3), seed=7)},
+    )
+case(
+    "conv-weight-is-input",
+    [N("Conv", ["x", "w"], ["y"], pads=[1, 0, 1, 0])],
+    {"x": random((1, 4, 7, 7)), "w": W443},
+)
+case(
+    "conv-1d",
+    [N("Conv", ["x", "w", "b"], ["y"], pads=[1, 2], strides=[2])],
+    {"x": random((2, 4, 9))},
+    initializers={"w": random((6, 4, 3), seed=8), "b": B6},
+)
+
+# Pooling
+for op in ("MaxPool", "AveragePool"):
+    key = op.lower()
+    case(f"{key}-2x2", [N(op, ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2])], X4D)
+    case(
+        f"{key}-pads",
+        [N(op, ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])],
+        X4D,
+    )
+    case(
+        f"{key}-ceil-mode",
+        [N(op, ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)],
+        {"x": random((1, 2, 8, 8))},
+    )
+    case(
+        f"{key}-ceil-mode-pads",
+        [N(op, ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)],
+        {"x": random((1, 2, 6, 6))},
+    )
+    case(
+        f"{key}-ceil-mode-drops-window",
+        [N(op, ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[0, 0, 2, 2], ceil_mode=1)],
+        {"x": random((1, 2, 4, 4))},
+    )
+    case(
+        f"{key}-same-upper",
+        [N(op, ["x"], ["y"], kernel_shape=[3, 2], strides=[2, 2], auto_pad="SAME_UPPER")],
+        X4D,
+    )
+    case(
+        f"{key}-same-lower",
+        [N(op, ["x"], ["y"], kernel_shape=[2, 2], strides=[1, 1], auto_pad="SAME_LOWER")],
+        X4D,
+    )
+    case(f"{key}-1d", [N(op, ["x"], ["y"], kernel_shape=[3], strides=[2], pads=[1, 1])], {"x": random((2, 3, 9))})
+    case(
+        f"{key}-valid-ceil-mode",
+        [N(op, ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="VALID", ceil_mode=1)],
+        {"x": random((1, 2, 6, 6))},
+    )
+case(
+    "maxpool-dilations",
+    [N("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2])],
+    X4D,
+)
+case(
+    "averagepool-count-include-pad",
+    [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)],
+    X4D,
+)
+case(
+    "averagepool-count-include-pad-ceil",
+    [
+        N(
+            "AveragePool",
+            ["x"],
+            ["y"],
+            kernel_shape=[3, 3],
+            strides=[2, 2],
+            pads=[1, 1, 1, 1],
+            count_include_pad=1,
+            ceil_mode=1,
+        )
+    ],
+    {"x": random((1, 2, 6, 6))},
+)
+case("globalaveragepool", [N("GlobalAveragePool", ["x"], ["y"])], X4D)
+case("globalaveragepool-1d", [N("GlobalAveragePool", ["x"], ["y"])], {"x": random((2, 3, 5))})
+
+# Normalisation
+case(
+    "batchnormalization",
+    [N("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-3)],
+    X4D,
+    initializers={
+        "s": random((4,), 1),
+        "b": random((4,), 2),
+        "m": random((4,), 3),
+        "v": random((4,), 4, positive=True),
+    },
+)
+case(
+    "batchnormalization-2d",
+    [N("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])],
+    {"x": random((5, 3))},
+    initializers={
+        "s": random((3,), 1),
+        "b": random((3,), 2),
+        "m": random((3,), 3),
+        "v": random((3,), 4, positive=True),
+    },
+)
+case(
+    "layernormalization",
+    [N("LayerNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)],
+    X234,
+    initializers={"s": random((4,), 1), "b": random((4,), 2)},
+)
+case(
+    "layernormalization-no-bias",
+    [N("LayerNormalization", ["x", "s"], ["y"])],
+    X234,
+    initializers={"s": random((4,), 1)},
+)
+case(
+    "layernormalization-axis1",
+    [N("LayerNormalization", ["x", "s", "b"], ["y"], axis=1)],
+    X234,
+    initializers={"s": random((3, 4), 1), "b": random((4,), 2)},
+)
+case(
+    "layernormalization-broadcast-scale",
+    [N("LayerNormalization", ["x", "s", "b"], ["y"])],
+    X234,
+    initializers={"s": np.array([1.5], np.float32), "b": random((4,), 2)},
+)
+case(
+    "layernormalization-scale-input",
+    [N("LayerNormalization", ["x", "s", "b"], ["y"], axis=-2)],
+    {"x": random((2, 3, 4)), "s": random((3, 4), 1), "b": random((3, 4), 2)},
+)
+
+# Shapes
+case("flatten-axis1", [N("Flatten", ["x"], ["y"])], X4D)
+case("flatten-axis0", [N("Flatten", ["x"], ["y"], axis=0)], X234)
+case("flatten-axis2", [N("Flatten", ["x"], ["y"], axis=2)], X4D)
+case("flatten-axis-negative", [N("Flatten", ["x"], ["y"], axis=-1)], X234)
+case(
+    "reshape-zero-and-minus-one",
+    [N("Reshape", ["x", "s"], ["y"])],
+    X234,
+    initializers={"s": np.array([0, -1, 2], np.int64)},
+)
+case(
+    "reshape-allowzero-0",
+    [N("Reshape", ["x", "s"], ["y"], allowzero=0)],
+    X234,
+    initializers={"s": np.array([4, 0, 2], np.int64)},
+)
+case(
+    "reshape-constant-node-shape",
+    [
+        N("Constant", [], ["s"], value=numpy_helper.from_array(np.array([-1, 4], np.int64))),
+        N("Reshape", ["x", "s"], ["y"]),
+    ],
+    X234,
+)
+case("transpose-perm", [N("Transpose", ["x"], ["y"], perm=[1, 2, 0])], X234)
+case("transpose-default", [N("Transpose", ["x"], ["y"])], X234)
+case(
+    "concat",
+    [N("Concat", ["x", "c", "z"], ["y"], axis=1)],
+    {"x": random((2, 3, 4)), "z": random((2, 1, 4), 1)},
+    initializers={"c": random((2, 2, 4), 2)},
+)
+case(
+    "concat-negative-axis",
+    [N("Concat", ["x", "z"], ["y"], axis=-1)],
+    {"x": random((2, 3, 4)), "z": random((2, 3, 2), 1)},
+)
+case(
+    "reducemean-axes-input",
+    [N("ReduceMean", ["x", "a"], ["y"])],
+    X234,
+    initializers={"a": np.array([-1], np.int64)},
+)
+case(
+    "reducemean-keepdims0",
+    [N("ReduceMean", ["x", "a"], ["y"], keepdims=0)],
+    X234,
+    initializers={"a": np.array([0, 2], np.int64)},
+)
+case("reducemean-all", [N("ReduceMean", ["x"], ["y"])], X234)
+case("reducemean-noop", [N("ReduceMean", ["x"], ["y"], noop_with_empty_axes=1)], X234)
+case(
+    "reducemean-attribute-opset13",
+    [N("ReduceMean", ["x"], ["y"], axes=[1], keepdims=0)],
+    X234,
+    opset=13,
+)
+case(
+    "unsqueeze",
+    [N("Unsqueeze", ["x", "a"], ["y"])],
+    X234,
+    initializers={"a": np.array([1], np.int64)},
+)
+case(
+    "unsqueeze-several",
+    [N("Unsqueeze", ["x", "a"], ["y"])],
+    X234,
+    initializers={"a": np.array([0, -1, 3], np.int64)},
+)
+case("unsqueeze-attribute-opset11", [N("Unsqueeze", ["x"], ["y"], axes=[0, 2])], X234, opset=11)
+case(
+    "squeeze",
+    [N("Squeeze", ["x", "a"], ["y"])],
+    {"x": random((2, 1, 3, 1))},
+    initializers={"a": np.array([-1], np.int64)},
+)
+case("squeeze-all", [N("Squeeze", ["x"], ["y"])], {"x": random((1, 2, 1, 3))})
+case("squeeze-attribute-opset11", [N("Squeeze", ["x"], ["y"], axes=[1])], {"x": random((2, 1, 3))}, opset=11)
+case(
+    "constant-tensor",
+    [
+        N("Constant", [], ["c"], value=numpy_helper.from_array(random((3, 4), 9))),
+        N("Mul", ["x", "c"], ["y"]),
+    ],
+    X234,
+)
+case(
+    "constant-value-float",
+    [N("Constant", [], ["c"], value_float=1.5), N("Sub", ["x", "c"], ["y"])],
+    X234,
+)
+case(
+    "constant-value-floats",
+    [N("Constant", [], ["c"], value_floats=[1.0, 2.0, 3.0, 4.0]), N("Add", ["x", "c"], ["y"])],
+    X234,
+)
+
+# Linear algebra
+A = random((5, 6))
+case(
+    "gemm-transb-bias",
+    [N("Gemm", ["x", "w", "b"], ["y"], transB=1)],
+    {"x": A},
+    initializers={"w": random((3, 6), 1), "b": random((3,), 2)},
+)
+case(
+    "gemm-plain",
+    [N("Gemm", ["x", "w"], ["y"])],
+    {"x": A},
+    initializers={"w": random((6, 3), 1)},
+)
+case(
+    "gemm-transa-alpha-beta-matrix-c",
+    [N("Gemm", ["x", "w", "c"], ["y"], transA=1, alpha=0.5, beta=2.0)],
+    {"x": random((6, 5))},
+    initializers={"w": random((6, 3), 1), "c": random((5, 3), 2)},
+)
+case(
+    "gemm-scalar-c",
+    [N("Gemm", ["x", "w", "c"], ["y"], transB=1, beta=0.5)],
+    {"x": A},
+    initializers={"w": random((3, 6), 1), "c": np.array([1.5], np.float32)},
+)
+case(
+    "gemm-row-c-scaled",
+    [N("Gemm", ["x", "w", "c"], ["y"], beta=-1.0)],
+    {"x": A},
+    initializers={"w": random((6, 3), 1), "c": random((1, 3), 2)},
+)
+case(
+    "gemm-b-input-transb",
+    [N("Gemm", ["x", "w", "c"], ["y"], transB=1, alpha=2.0)],
+    {"x": A, "w": random((3, 6), 1), "c": random((3,), 2)},
+)
+case(
+    "gemm-b-input-transa-c-input-beta",
+    [N("Gemm", ["x", "w", "c"], ["y"], transA=1, beta=3.0)],
+    {"x": random((6, 5)), "w": random((6, 3), 1), "c": random((5, 1), 2)},
+)
+case(
+    "matmul-2d-initializer",
+    [N("MatMul", ["x", "w"], ["y"])],
+    {"x": A},
+    initializers={"w": random((6, 3), 1)},
+)
+case("matmul-2d-inputs", [N("MatMul", ["x", "w"], ["y"])], {"x": A, "w": random((6, 3), 1)})
+case(
+    "matmul-3d-by-2d-initializer",
+    [N("MatMul", ["x", "w"], ["y"])],
+    {"x": random((2, 5, 6))},
+    initializers={"w": random((6, 3), 1)},
+)
+case(
+    "matmul-batched",
+    [N("MatMul", ["x", "w"], ["y"])],
+    {"x": random((3, 5, 6)), "w": random((3, 6, 4), 1)},
+)
+case(
+    "matmul-batch-broadcast-4d",
+    [N("MatMul", ["x", "w"], ["y"])],
+    {"x": random((2, 1, 5, 6)), "w": random((1, 3, 6, 4), 1)},
+)
+case(
+    "matmul-batch-one-side",
+    [N("MatMul", ["x", "w"], ["y"])],
+    {"x": random((5, 6)), "w": random((2, 3, 6, 4), 1)},
+)
+case(
+    "matmul-batched-initializer",
+    [N("MatMul", ["x", "w"], ["y"])],
+    {"x": random((2, 3, 5, 6))},
+    initializers={"w": random((3, 6, 4), 1)},
+)
+case("matmul-vector-matrix", [N("MatMul", ["x", "w"], ["y"])], {"x": random((6,)), "w": random((6, 3), 1)})
+case(
+    "matmul-vector-matrix-initializer",
+    [N("MatMul", ["x", "w"], ["y"])],
+    {"x": random((6,))},
+    initializers={"w": random((6, 3), 1)},
+)
+case(
+    "matmul-initializer-by-input",
+    [N("MatMul", ["w", "x"], ["y"])],
+    {"x": random((2, 6, 3))},
+    initializers={"w": random((5, 6), 1)},
+)
+case("matmul-vector-vector", [N("MatMul", ["x", "w"], ["y"])], {"x": random((6,)), "w": random((6,), 1)})
+case(
+    "matmul-matrix-vector-initializer",
+    [N("MatMul", ["x", "w"], ["y"])],
+    {"x": random((2, 5, 6))},
+    initializers={"w": random((6,), 1)},
+)
+case(
+    "matmul-vector-batched",
+    [N("MatMul", ["x", "w"], ["y"])],
+    {"x": random((6,)), "w": random((2, 6, 3), 1)},
+)
+
+IDS = [c.id for c in CASES]
+
+
+def test_every_supported_op_has_a_case() -> None:
+    covered = {c.node for c in CASES} | {
+        n.op_type for c in CASES for n in c.build().graph.node
+    }
+    assert set(SUPPORTED_OPS) <= covered, set(SUPPORTED_OPS) - covered
+
+
+@pytest.mark.parametrize("c", CASES, ids=IDS)
+def test_op_matches_onnxruntime(c: Case) -> None:
+    """The imported IR, run by the reference interpreter, gives onnxruntime's results."""
+    model = c.build()
+    module = from_onnx(model)
+    want = run_onnxruntime(model, c.inputs)
+    got = byoc.run_reference(module, list(c.inputs.values()))
+    assert_all_close(got, want, c.id)
+
+
+@pytest.mark.parametrize("c", CASES, ids=IDS)
+def test_op_compiles_for_the_host(c: Case) -> None:
+    """The imported IR, JIT-compiled for the host, gives onnxruntime's results."""
+    model = c.build()
+    module = from_onnx(model)
+    want = run_onnxruntime(model, c.inputs)
+    compiled = byoc.compile(module, targets=[])
+    got = compiled(*c.inputs.values())
+    got = list(got) if isinstance(got, tuple) else [got]
+    assert_all_close(got, want, c.id)
+    assert_all_close(got, byoc.run_reference(module, list(c.inputs.values())), c.id)
+
+
+# --- What the importer builds ---------------------------------------------------
+
+
+def ops_of(module) -> list:
+    return [op for op in module.walk() if isinstance(op, relay.RelayOp)]
+
+
+def test_initializers_are_constants_not_arguments() -> None:
+    model = make_model(
+        [N("MatMul", ["x", "w"], ["y"])],
+        {"x": (5, 6)},
+        ["y"],
+        {"w": random((6, 3))},
+    )
+    # Old exporters list initializers among the graph inputs too.
+    model.graph.input.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, [6, 3]))
+    module = from_onnx(model)
+    main = next(iter(module.ops))
+    assert [a.name_hint for a in main.body.block.args] == ["x"]
+    names = [op.name for op in ops_of(module)]
+    assert names == ["relay.constant", "relay.nn.dense"]
+
+
+def test_gemm_with_constant_weight_is_dense_plus_bias_add() -> None:
+    model = make_model(
+        [N("Gemm", ["x", "w", "b"], ["y"], transB=1, name="fc")],
+        {"x": (2, 6)},
+        ["y"],
+        {"w": random((3, 6)), "b": random((3,))},
+    )
+    names = [op.name for op in ops_of(from_onnx(model))]
+    assert names == ["relay.constant", "relay.nn.dense", "relay.constant", "relay.nn.bias_add"]
+
+
+def test_batched_matmul_is_batch_matmul() -> None:
+    model = make_model(
+        [N("MatMul", ["x", "w"], ["y"])], {"x": (2, 3, 5, 6), "w": (2, 3, 6, 4)}, ["y"]
+    )
+    names = [op.name for op in ops_of(from_onnx(model))]
+    assert "relay.nn.batch_matmul" in names
+
+
+def test_ops_are_located_at_their_node_and_named_after_tensors(tmp_path: Path) -> None:
+    path = tmp_path / "model.onnx"
+    model = make_model(
+        [
+            N("Relu", ["x"], ["r"], name="first"),
+            N("Conv", ["r", "w", "b"], ["c"], name="conv"),
+            N("Tanh", ["c"], ["y"], name="last"),
+        ],
+        {"x": (1, 2, 5, 5)},
+        ["y"],
+        {"w": random((3, 2, 3, 3)), "b": random((3,))},
+    )
+    onnx.save(model, path)
+    module = from_onnx(path)
+    lines = {}
+    for op in ops_of(module):
+        loc = op.location
+        assert isinstance(loc, FileLineColLoc), op.name
+        assert loc.filename.data == str(path)
+        lines.setdefault(loc.line.data, []).append(op.name)
+    assert lines[1] == ["relay.nn.relu"]
+    assert "relay.nn.conv2d" in lines[2] and "relay.nn.bias_add" in lines[2]
+    assert lines[3] == ["relay.tanh"]
+    text = str(module)
+    for name in ("%x", "%r", "%w", "%c", "%y"):
+        assert name in text, name
+
+
+def test_printed_ir_parses_back_and_runs_the_same() -> None:
+    model = make_model(
+        [N("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), N("Sigmoid", ["c"], ["y"])],
+        {"x": (1, 2, 5, 5)},
+        ["y"],
+        {"w": random((3, 2, 3, 3))},
+    )
+    module = from_onnx(model)
+    again = parse_text(str(module))
+    x = random((1, 2, 5, 5), 3)
+    assert_all_close(byoc.run_reference(again, [x]), byoc.run_reference(module, [x]), "reparsed")
+
+
+def test_an_output_that_is_an_input_or_constant() -> None:
+    model = make_model(
+        [N("Constant", [], ["k"], value=numpy_helper.from_array(random((2,), 1)))],
+        {"x": (2,)},
+        ["x", "k"],
+    )
+    module = from_onnx(model)
+    x = random((2,))
+    got = byoc.run_reference(module, [x])
+    assert_all_close(got, run_onnxruntime(model, {"x": x}), "passthrough")
+
+
+# --- Example models ---------------------------------------------------------------
+
+
+def load_make_cnn():
+    spec = importlib.util.spec_from_file_location("make_cnn", EXAMPLES / "make_cnn.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def transformer_block(seq: int = 8, dim: int = 16, heads: int = 2, seed: int = 0) -> onnx.ModelProto:
+    """Pre-norm encoder block: x + attention(LN(x)); then + MLP(LN(.)) with Erf-GELU."""
+    rng = np.random.default_rng(seed)
+    head = dim // heads
+
+    def w(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32)
+
+    init = {
+        "ln1_g": (1 + 0.1 * rng.standard_normal(dim)).astype(np.float32),
+        "ln1_b": (0.1 * rng.standard_normal(dim)).astype(np.float32),
+        "wq": w(dim, dim), "bq": w(dim), "wk": w(dim, dim), "bk": w(dim),
+        "wv": w(dim, dim), "bv": w(dim), "wo": w(dim, dim), "bo": w(dim),
+        "ln2_g": (1 + 0.1 * rng.standard_normal(dim)).astype(np.float32),
+        "ln2_b": (0.1 * rng.standard_normal(dim)).astype(np.float32),
+        "w1": w(4 * dim, dim), "b1": w(4 * dim), "w2": w(4 * dim, dim), "b2": w(dim),
+        "heads_shape": np.array([1, seq, heads, head], np.int64),
+        "model_shape": np.array([1, seq, dim], np.int64),
+        "rows_shape": np.array([seq, dim], np.int64),
+        "scale": np.array(np.sqrt(head), np.float32),
+        "sqrt2": np.array(np.sqrt(2.0), np.float32),
+        "one": np.array(1.0, np.float32),
+        "half": np.array(0.5, np.float32),
+    }
+    nodes = [N("LayerNormalization", ["x", "ln1_g", "ln1_b"], ["ln1"], epsilon=1e-5, name="ln1")]
+    for p in "qkv":
+        nodes += [
+            N("MatMul", ["ln1", f"w{p}"], [f"{p}_mm"], name=f"{p}_proj"),
+            N("Add", [f"{p}_mm", f"b{p}"], [f"{p}_lin"]),
+            N("Reshape", [f"{p}_lin", "heads_shape"], [f"{p}_heads"]),
+        ]
+    nodes += [
+        N("Transpose", ["q_heads"], ["q"], perm=[0, 2, 1, 3]),
+        N("Transpose", ["k_heads"], ["k_t"], perm=[0, 2, 3, 1]),
+        N("Transpose", ["v_heads"], ["v"], perm=[0, 2, 1, 3]),
+        N("MatMul", ["q", "k_t"], ["scores"], name="qk"),
+        N("Div", ["scores", "scale"], ["scaled"]),
+        N("Softmax", ["scaled"], ["probs"], axis=-1),
+        N("MatMul", ["probs", "v"], ["ctx"], name="pv"),
+        N("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]),
+        N("Reshape", ["ctx_t", "model_shape"], ["ctx_flat"]),
+        N("MatMul", ["ctx_flat", "wo"], ["attn_mm"], name="out_proj"),
+        N("Add", ["attn_mm", "bo"], ["attn"]),
+        N("Add", ["x", "attn"], ["x1"], name="residual1"),
+        N("LayerNormalization", ["x1", "ln2_g", "ln2_b"], ["ln2"], name="ln2"),
+        N("Reshape", ["ln2", "rows_shape"], ["rows"]),
+        N("Gemm", ["rows", "w1", "b1"], ["h"], transB=1, name="fc1"),
+        N("Div", ["h", "sqrt2"], ["h_s"]),
+        N("Erf", ["h_s"], ["h_erf"]),
+        N("Add", ["h_erf", "one"], ["h_1"]),
+        N("Mul", ["h", "h_1"], ["h_m"]),
+        N("Mul", ["h_m", "half"], ["gelu"]),
+        N("MatMul", ["gelu", "w2"], ["mlp_mm"], name="fc2"),
+        N("Add", ["mlp_mm", "b2"], ["mlp"]),
+        N("Reshape", ["mlp", "model_shape"], ["mlp_3d"]),
+        N("Add", ["x1", "mlp_3d"], ["y"], name="residual2"),
+    ]
+    return make_model(nodes, {"x": (1, seq, dim)}, ["y"], init, opset=17)
+
+
+def model_cases():
+    return [
+        pytest.param(lambda: load_make_cnn().build_model(), "x", (1, 3, 32, 32), id="cnn"),
+        pytest.param(transformer_block, "x", (1, 8, 16), id="transformer"),
+    ]
+
+
+@pytest.mark.parametrize(("build", "name", "shape"), model_cases())
+def test_model_reference_matches_onnxruntime(build, name, shape) -> None:
+    model = build()
+    x = random(shape, 11)
+    module = from_onnx(model)
+    assert_all_close(byoc.run_reference(module, [x]), run_onnxruntime(model, {name: x}), "ref")
+
+
+@pytest.mark.parametrize(
+    "targets",
+    [
+        pytest.param([], id="host"),
+        pytest.param(["cblas", "ccompiler"], id="cblas+ccompiler"),
+    ],
+)
+@pytest.mark.parametrize(("build", "name", "shape"), model_cases())
+def test_model_compiles(build, name, shape, targets) -> None:
+    missing = set(targets) - set(available_backends())
+    if missing:
+        pytest.skip(f"backend(s) not installed: {', '.join(sorted(missing))}")
+    model = build()
+    x = random(shape, 11)
+    compiled = byoc.compile(from_onnx(model), targets=targets)
+    got = compiled(x)
+    got = list(got) if isinstance(got, tuple) else [got]
+    assert_all_close(got, run_onnxruntime(model, {name: x}), f"compiled {targets}")
+
+
+def test_make_cnn_writes_the_example(tmp_path: Path) -> None:
+    out = tmp_path / "cnn.onnx"
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / "make_cnn.py"), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes() == load_make_cnn().build_model().SerializeToString()
+    committed = EXAMPLES / "cnn.onnx"
+    if committed.exists():
+        assert committed.read_bytes() == out.read_bytes(), "examples/cnn.onnx is stale"
+
+
+def test_compile_and_reference_accept_an_onnx_path(tmp_path: Path) -> None:
+    path = tmp_path / "model.onnx"
+    model = make_model([N("Tanh", ["x"], ["y"])], {"x": (3, 4)}, ["y"])
+    onnx.save(model, path)
+    x = random((3, 4))
+    want = run_onnxruntime(model, {"x": x})
+    assert_all_close(byoc.run_reference(from_onnx(str(path)), [x]), want, "path")
+    for source in (path, str(path), model):
+        compiled = byoc.compile(source, targets=[])
+        assert_all_close([compiled(x)], want, f"compile({type(source).__name__})")
+
+
+# --- Errors ------------------------------------------------------------------------
+
+
+def test_unsupported_nodes_are_all_listed() -> None:
+    nodes = [
+        N("Relu", ["x"], ["r"], name="relu_0"),
+        N("ConvTranspose", ["r", "w"], ["c"], name="conv_9"),
+        N("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="nms"),
+        N("Tanh", ["c"], ["y"]),
+    ]
+    model = make_model(
+        nodes,
+        {"x": (1, 2, 4, 4), "boxes": (1, 5, 4), "scores": (1, 1, 5)},
+        ["y"],
+        {"w": random((2, 2, 3, 3))},
+    )
+    with pytest.raises(ByocError) as err:
+        from_onnx(model)
+    assert str(err.value) == (
+        "error: <onnx model>: 2 unsupported ONNX nodes: 'conv_9' (ConvTranspose), "
+        "'nms' (NonMaxSuppression)"
+    )
+
+
+def test_unsupported_node_in_a_file_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "model.onnx"
+    onnx.save(make_model([N("Floor", ["x"], ["y"])], {"x": (2,)}, ["y"]), path)
+    with pytest.raises(ByocError, match=r"error: .*model\.onnx: 1 unsupported ONNX node: #0 \(Floor\)$"):
+        from_onnx(path)
+
+
+def test_dynamic_input_shape_is_an_error_unless_pinned() -> None:
+    model = make_model([N("Relu", ["x"], ["y"])], {"x": ("batch", 3)}, ["y"])
+    with pytest.raises(ByocError, match=r"input 'x' has a dynamic shape \[batch, 3\]"):
+        from_onnx(model)
+    module = from_onnx(model, input_shapes={"x": [2, 3]})
+    x = random((2, 3))
+    assert_all_close(byoc.run_reference(module, [x]), [np.maximum(x, 0)], "pinned")
+    with pytest.raises(ByocError, match="'z', which is not a graph input"):
+        from_onnx(model, input_shapes={"z": [2, 3]})
+
+
+def test_non_float32_input_is_an_error() -> None:
+    model = make_model(
+        [N("Relu", ["x"], ["y"])], {"x": (2, 3)}, ["y"], input_type=TensorProto.DOUBLE
+    )
+    model.graph.output[0].type.tensor_type.elem_type = TensorProto.DOUBLE
+    with pytest.raises(ByocError, match="input 'x' is float64; byoc imports only float32"):
+        from_onnx(model)
+
+
+def test_non_float32_constant_used_as_data_is_an_error() -> None:
+    model = make_model(
+        [N("Relu", ["k"], ["y"], name="relu_int")],
+        {},
+        ["y"],
+        {"k": np.array([1, -2], np.int64)},
+    )
+    model.graph.output[0].type.tensor_type.elem_type = TensorProto.INT64
+    with pytest.raises(
+        ByocError, match=r"node 'relu_int' \(Relu\): tensor 'k' is int64; byoc imports only float32"
+    ):
+        from_onnx(model)
+
+
+def test_non_constant_clip_bound_names_the_node() -> None:
+    model = make_model(
+        [N("Clip", ["x", "lo"], ["y"], name="clip_3")], {"x": (2, 3), "lo": ()}, ["y"]
+    )
+    with pytest.raises(
+        ByocError, match=r"node 'clip_3' \(Clip\): min \(input 1, 'lo'\) must be a constant"
+    ):
+        from_onnx(model)
+
+
+def test_3d_conv_is_refused_with_the_node_named() -> None:
+    model = make_model(
+        [N("Conv", ["x", "w"], ["y"], name="conv3d")],
+        {"x": (1, 2, 4, 4, 4)},
+        ["y"],
+        {"w": random((3, 2, 2, 2, 2))},
+    )
+    with pytest.raises(ByocError, match=r"node 'conv3d' \(Conv\): only 1-d and 2-d Conv"):
+        from_onnx(model)
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (None, "cannot read the file"),
+        (b"", "not an ONNX model"),
+        (b"\x00\x01\x02garbage\xff\xfe" * 10, "not an ONNX model"),
+        (b"func.func @main() {}\n", "not an ONNX model"),
+        ("truncated", "not an ONNX model"),
+    ],
+    ids=["missing", "empty", "garbage", "text", "truncated"],
+)
+def test_bad_files_are_one_error(tmp_path: Path, content, needle) -> None:
+    path = tmp_path / "bad.onnx"
+    if content == "truncated":
+        data = load_make_cnn().build_model().SerializeToString()
+        path.write_bytes(data[: len(data) // 2])
+    elif content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ByocError) as err:
+        from_onnx(path)
+    message = str(err.value)
+    assert needle in message and str(path) in message, message
+    assert "\n" not in message
+
+
+# --- byoc-import ---------------------------------------------------------------------
+
+
+def run_tool(tool: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / tool), *map(str, args)], capture_output=True, text=True)
+
+
+@pytest.fixture
+def cnn_file(tmp_path: Path) -> Path:
+    path = tmp_path / "cnn.onnx"
+    onnx.save(load_make_cnn().build_model(), path)
+    return path
+
+
+def test_byoc_import_prints_ir_that_byoc_opt_reads(cnn_file: Path, tmp_path: Path) -> None:
+    proc = run_tool("byoc-import", cnn_file)
+    assert proc.returncode == 0, proc.stderr
+    assert "relay.nn.conv2d" in proc.stdout and "func.func @main" in proc.stdout
+    out = tmp_path / "cnn.mlir"
+    proc = run_tool("byoc-import", cnn_file, "-o", out)
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr
+    assert out.read_text() == run_tool("byoc-import", cnn_file).stdout
+    again = run_tool("byoc-opt", out)
+    assert again.returncode == 0, again.stderr
+    x = random((1, 3, 32, 32), 5)
+    reparsed = parse_text(out.read_text())
+    assert_all_close(
+        byoc.run_reference(reparsed, [x]),
+        run_onnxruntime(load_make_cnn().build_model(), {"x": x}),
+        "byoc-import output",
+    )
+
+
+def test_byoc_import_pins_input_shapes(tmp_path: Path) -> None:
+    path = tmp_path / "dyn.onnx"
+    onnx.save(make_model([N("Relu", ["x"], ["y"])], {"x": ("n", 3)}, ["y"]), path)
+    proc = run_tool("byoc-import", path)
+    assert proc.returncode == 1 and "dynamic shape" in proc.stderr
+    proc = run_tool("byoc-import", path, "--input-shape", "x=4,3")
+    assert proc.returncode == 0, proc.stderr
+    assert "tensor<4x3xf32>" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["missing.onnx"], "cannot read the file"),
+        (["garbage"], "not an ONNX model"),
+        (["truncated"], "not an ONNX model, or a truncated one"),
+        (["unsupported"], "1 unsupported ONNX node"),
+        (["good", "--input-shape", "x=a,b"], "--input-shape"),
+    ],
+    ids=["missing", "garbage", "truncated", "unsupported", "bad-shape-flag"],
+)
+def test_byoc_import_fails_cleanly(tmp_path: Path, args: list[str], needle: str) -> None:
+    files = {
+        "garbage": b"\x08\x07garbage" * 5,
+        "truncated": load_make_cnn().build_model().SerializeToString()[:100_000],
+        "unsupported": make_model([N("Floor", ["x"], ["y"])], {"x": (2,)}, ["y"]).SerializeToString(),
+        "good": make_model([N("Relu", ["x"], ["y"])], {"x": (2,)}, ["y"]).SerializeToString(),
+    }
+    argv = []
+    for arg in args:
+        if arg in files:
+            path = tmp_path / f"{arg}.onnx"
+            path.write_bytes(files[arg])
+            arg = str(path)
+        argv.append(arg)
+    proc = run_tool("byoc-import", *argv)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert needle in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") <= 2, proc.stderr
+
+
+def test_byoc_run_takes_an_onnx_model(cnn_file: Path) -> None:
+    proc = run_tool("byoc-run", cnn_file, "--annotate=", "--check", "--rtol", "1e-4", "--atol", "1e-5")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "check: matches the reference" in proc.stdout
+
+
+def test_byoc_works_without_onnx() -> None:
+    """onnx is optional: byoc imports and compiles relay text without it."""
+    script = (
+        "import sys; sys.modules['onnx'] = None\n"
+        "import byoc\n"
+        f"byoc.compile({str(EXAMPLES / 'byoc_guide.mlir')!r}, targets=[], cache=False)\n"
+        "from byoc.frontend.onnx_import import from_onnx\n"
+        "try:\n"
+        f"    from_onnx({str(EXAMPLES / 'cnn.onnx')!r})\n"
+        "except byoc.ByocError as err:\n"
+        "    print(err)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "needs the onnx package" in proc.stdout
