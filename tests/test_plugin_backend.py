@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,25 +25,30 @@ func.func @main(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>, %c: tensor<8xf32>) -> 
 
 
 @pytest.fixture(scope="module")
-def installed():
+def installed(tmp_path_factory):
+    """The plugin pip-installed into a private directory, on the tools' path.
+
+    Installing into the test environment itself would leak into other runs;
+    entry points are found the same way from any directory on sys.path.
+    """
+    target = tmp_path_factory.mktemp("site")
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", str(FIXTURE)],
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(FIXTURE)],
         capture_output=True,
         text=True,
     )
     assert proc.returncode == 0, proc.stderr
-    yield
-    subprocess.run([sys.executable, "-m", "pip", "uninstall", "-q", "-y", "byoc-vendor-add"], capture_output=True)
+    return {**os.environ, "PYTHONPATH": str(target)}
 
 
-def run(*args):
-    return subprocess.run([str(BIN / args[0]), *map(str, args[1:])], capture_output=True, text=True)
+def run(env, *args):
+    return subprocess.run([str(BIN / args[0]), *map(str, args[1:])], capture_output=True, text=True, env=env)
 
 
 def test_plugin_partitions_with_its_name(installed, tmp_path):
     model = tmp_path / "model.mlir"
     model.write_text(MODEL)
-    proc = run("byoc-opt", model, "--annotate=vendoradd", "--partition", "-t", "report")
+    proc = run(installed, "byoc-opt", model, "--annotate=vendoradd", "--partition", "-t", "report")
     assert proc.returncode == 0, proc.stderr
     assert "backend vendoradd: 2 function(s), 3 op(s)" in proc.stdout
     # The broadcasting add is declined with the plugin's own reason.
@@ -52,7 +58,7 @@ def test_plugin_partitions_with_its_name(installed, tmp_path):
 def test_plugin_runs_and_matches_the_reference(installed, tmp_path):
     model = tmp_path / "model.mlir"
     model.write_text(MODEL)
-    proc = run("byoc-run", model, "--annotate=vendoradd,ccompiler", "--check")
+    proc = run(installed, "byoc-run", model, "--annotate=vendoradd,ccompiler", "--check")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert "vendoradd: 2 function(s)" in proc.stdout
     assert "matches the reference" in proc.stdout
@@ -61,6 +67,6 @@ def test_plugin_runs_and_matches_the_reference(installed, tmp_path):
 def test_plugin_c_is_shown(installed, tmp_path):
     model = tmp_path / "model.mlir"
     model.write_text(MODEL)
-    proc = run("byoc-translate", model, "--emit-c", "--annotate=vendoradd")
+    proc = run(installed, "byoc-translate", model, "--emit-c", "--annotate=vendoradd")
     assert proc.returncode == 0, proc.stderr
     assert "vendor_add_f32(" in proc.stdout and "vendor_relu_f32(" in proc.stdout
