@@ -739,7 +739,9 @@ class CPrinter:
         iv = op.induction_variable
         name = self._fresh()
         self._names[iv] = name
-        lb, ub, step = (self.bare(v) for v in (op.lowerBound, op.upperBound, op.step))
+        # The bound sits inside `<`: an inlined expression keeps its parentheses.
+        lb, step = self.bare(op.lowerBound), self.bare(op.step)
+        ub = self.value(op.upperBound)
         self._line(
             f"for ({self.c_type(iv.type)} {name} = {lb}; {name} < {ub}; {name} += {step}) {{"
         )
