@@ -86,6 +86,10 @@ class Backend:
     """The generated source of outlined functions, for showing (`--emit-c`)."""
     composites: tuple[Composite, ...] = ()
     """Patterns taken as units, tried (longest first) before single ops."""
+    load: Callable[[Artifact], None] | None = None
+    """Rebuilds an artifact's runtime state (`keepalive`) from its `sources`
+    when a saved model is loaded; backends whose artifacts are only shared
+    objects leave it None."""
     inline_constants: int = 1024
     """Constants of at most this many elements are copied into this backend's
     functions; larger ones (weights) are passed as arguments."""

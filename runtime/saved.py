@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from byoc.backends import get_backend
 from byoc.backends.spec import Artifact
 from byoc.frontend.diagnostics import ByocError
 from byoc.runtime.compiled import CompiledModule, TensorSpec
@@ -72,10 +73,11 @@ def save(model: CompiledModule, path: str | PathLike[str]) -> None:
     members: dict[str, bytes] = {"host.o": model.host.emit_object()}
     artifacts = []
     for i, artifact in enumerate(model.artifacts):
-        if artifact.keepalive and not artifact.libraries:
+        runtime = bool(artifact.keepalive)
+        if runtime and get_backend(artifact.backend).load is None:
             raise ByocError(
-                f"error: backend '{artifact.backend}' keeps runtime state that "
-                "cannot be saved"
+                f"error: backend '{artifact.backend}' keeps runtime state it cannot "
+                "rebuild on load, so the model cannot be saved"
             )
         libraries = []
         for j, library in enumerate(artifact.libraries):
@@ -93,6 +95,7 @@ def save(model: CompiledModule, path: str | PathLike[str]) -> None:
                 "symbols": artifact.symbols,
                 "libraries": libraries,
                 "sources": sources,
+                "runtime": runtime,
             }
         )
     members["partitioned.mlir"] = model.partitioned_ir.encode()
@@ -233,14 +236,23 @@ def load(path: str | PathLike[str]) -> CompiledModule:
         for entry in manifest["artifacts"]:
             libs = [_unpack_library(members[name]) for name in entry["libraries"]]
             libraries += libs
-            artifacts.append(
-                Artifact(
-                    backend=str(entry["backend"]),
-                    symbols=[str(s) for s in entry["symbols"]],
-                    sources={s["name"]: members[s["member"]].decode() for s in entry["sources"]},
-                    libraries=libs,
-                )
+            artifact = Artifact(
+                backend=str(entry["backend"]),
+                symbols=[str(s) for s in entry["symbols"]],
+                sources={s["name"]: members[s["member"]].decode() for s in entry["sources"]},
+                libraries=libs,
             )
+            if entry.get("runtime"):
+                # The backend's runtime (e.g. a session) is rebuilt from its
+                # sources; only such models need the backend installed.
+                loader = get_backend(artifact.backend).load
+                if loader is None:
+                    raise ByocError(
+                        f"{path}: error: backend '{artifact.backend}' cannot rebuild "
+                        "its runtime"
+                    )
+                loader(artifact)
+            artifacts.append(artifact)
         symbols = [s for a in artifacts for s in a.symbols]
         host = LoadedHost(members["host.o"], libraries, symbols)
         return CompiledModule(
