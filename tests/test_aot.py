@@ -91,3 +91,57 @@ def test_bad_library_name_is_an_error(tmp_path):
     )
     assert proc.returncode == 1 and "not a C identifier" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+MLP = """\
+func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  %0 = relay.nn.dense %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  %1 = relay.nn.bias_add %0, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %2 = relay.nn.relu %1 : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  %3 = relay.tanh %2 : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  func.return %3 : tensor<4x16xf32>
+}
+"""
+
+MLP_PROGRAM = r"""
+#include <stdio.h>
+#include "mlp.h"
+
+int main(void) {
+  static float x[MLP_INPUT_0_SIZE], w[MLP_INPUT_1_SIZE], b[MLP_INPUT_2_SIZE], y[MLP_OUTPUT_0_SIZE];
+  for (int i = 0; i < MLP_INPUT_0_SIZE; ++i) x[i] = (float)(i % 7) * 0.25f - 0.5f;
+  for (int i = 0; i < MLP_INPUT_1_SIZE; ++i) w[i] = (float)(i % 5) * 0.125f - 0.25f;
+  for (int i = 0; i < MLP_INPUT_2_SIZE; ++i) b[i] = (float)(i % 3) * 0.1f;
+  if (mlp_run(x, w, b, y) != 0) return 1;
+  for (int i = 0; i < MLP_OUTPUT_0_SIZE; ++i) printf("%.9g\n", y[i]);
+  return 0;
+}
+"""
+
+
+def test_library_with_a_vendor_backend(tmp_path):
+    """cblas's OpenBLAS flags travel with its C into the exported library."""
+    model_path = tmp_path / "mlp.mlir"
+    model_path.write_text(MLP)
+    proc = subprocess.run(
+        [str(BIN / "byoc-translate"), str(model_path), "--emit-library", "--annotate=cblas,ccompiler", "--name", "mlp", "-o", str(tmp_path / "libmlp.so")],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (tmp_path / "main.c").write_text(MLP_PROGRAM)
+    build = subprocess.run(
+        ["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", str(tmp_path / "main.c"), "-I", str(tmp_path),
+         "-L", str(tmp_path), "-lmlp", f"-Wl,-rpath,{tmp_path}", "-o", str(tmp_path / "main")],
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(tmp_path / "main")], env={}, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    got = np.array([float(v) for v in run.stdout.split()], np.float32).reshape(4, 16)
+    x = ((np.arange(32) % 7) * 0.25 - 0.5).astype(np.float32).reshape(4, 8)
+    w = ((np.arange(128) % 5) * 0.125 - 0.25).astype(np.float32).reshape(16, 8)
+    b = ((np.arange(16) % 3) * np.float32(0.1)).astype(np.float32)
+    want = np.tanh(np.maximum(x @ w.T + b, 0))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

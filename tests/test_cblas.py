@@ -1,0 +1,623 @@
+"""The cblas backend: dense, matmul, batch_matmul and conv2d through OpenBLAS sgemm.
+
+Every model is built through the relay Python API, compiled with
+`byoc.compile` (so the generated C goes through compile_shared's
+-Wall -Wextra -Werror) and compared with `byoc.run_reference`. Apart from
+the tests of declined ops, the host only runs elementwise ops, which it
+lowered before passes/lower_nn.py existed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pytest
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    Float32Type,
+    Float64Type,
+    FunctionType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f32,
+    f64,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+import byoc
+from byoc.backends import get_backend
+from byoc.backends import cblas
+from byoc.dialects import relay
+from byoc.dialects.extern import TARGET_ATTR
+from byoc.passes.annotate import annotate
+
+pytest.importorskip("scipy_openblas32")
+
+RTOL, ATOL = 1e-4, 1e-5
+
+Emit = Callable[[Operation], SSAValue]
+
+
+def build(
+    shapes: Sequence[Sequence[int]],
+    body: Callable[..., SSAValue | Sequence[SSAValue]],
+    element: Float32Type | Float64Type = f32,
+) -> ModuleOp:
+    """`@main` over tensors of `shapes`; `body(emit, *args)` returns the results."""
+    block = Block(arg_types=[TensorType(element, s) for s in shapes])
+
+    def emit(op: Operation) -> SSAValue:
+        block.add_op(op)
+        return op.results[0]
+
+    results = body(emit, *block.args)
+    results = list(results) if isinstance(results, (list, tuple)) else [results]
+    block.add_op(func.ReturnOp(*results))
+    main = func.FuncOp(
+        "main",
+        FunctionType.from_lists([a.type for a in block.args], [r.type for r in results]),
+        Region(block),
+    )
+    module = ModuleOp([main])
+    module.verify()
+    return module
+
+
+def inputs(module: ModuleOp, seed: int = 0) -> list[np.ndarray]:
+    """Random inputs; 2-d and 4-d operands after the first are scaled like weights."""
+    rng = np.random.default_rng(seed)
+    main = next(iter(module.ops))
+    assert isinstance(main, func.FuncOp)
+    arrays = []
+    for i, typ in enumerate(main.function_type.inputs.data):
+        assert isinstance(typ, TensorType)
+        shape = tuple(typ.get_shape())
+        dtype = np.float64 if isinstance(typ.element_type, Float64Type) else np.float32
+        x = rng.standard_normal(shape)
+        if i > 0 and len(shape) >= 2:
+            x /= math.sqrt(math.prod(shape[1:]))  # keeps sums O(1)
+        arrays.append(x.astype(dtype))
+    return arrays
+
+
+def check(
+    module: ModuleOp, targets: Sequence[str] = ("cblas",), seed: int = 0
+) -> byoc.CompiledModule:
+    """Compile for `targets`, run, and compare every output with the reference."""
+    model = byoc.compile(module, targets=list(targets))
+    args = inputs(module, seed)
+    got = model(*args)
+    got = list(got) if isinstance(got, tuple) else [got]
+    want = byoc.run_reference(module, args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL)
+    return model
+
+
+def host_ir(model: byoc.CompiledModule) -> str:
+    """The partitioned @main (everything before the outlined functions)."""
+    return model.partitioned_ir.split("func.func private")[0]
+
+
+def on_cblas(model: byoc.CompiledModule, *op_names: str) -> None:
+    """Each of `op_names` left the host for a cblas function."""
+    host = host_ir(model)
+    for name in op_names:
+        assert name not in host, f"{name} stayed on the host"
+    assert "cblas.c" in model.sources
+
+
+# ---------------------------------------------------------------------------
+# Single ops
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data, units",
+    [((1, 1), 1), ((4, 16), 8), ((7, 33), 5), ((2, 3, 16), 12), ((64, 512), 1024)],
+)
+def test_dense(data, units):
+    k = data[-1]
+    module = build([data, (units, k)], lambda e, x, w: e(relay.DenseOp(x, w)))
+    model = check(module)
+    on_cblas(model, "relay.nn.dense")
+    m = math.prod(data[:-1])
+    # Row-major, weight [N, K] read transposed: C = A . B^T in one call.
+    assert (
+        f"scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, {m}, {units}, {k}, "
+        in model.c_source
+    )
+
+
+@pytest.mark.parametrize(
+    "x, y, ta, tb",
+    [
+        ((3, 4, 5), (3, 6, 5), False, True),
+        ((3, 5, 4), (3, 6, 5), True, True),
+        ((3, 4, 5), (3, 5, 6), False, False),
+        ((3, 5, 4), (3, 5, 6), True, False),
+        ((1, 4, 5), (3, 6, 5), False, True),  # x broadcast over the batch
+        ((3, 4, 5), (1, 6, 5), False, True),  # y broadcast: one stacked GEMM
+        ((3, 5, 4), (1, 5, 6), True, False),
+        ((2, 32, 64), (2, 48, 64), False, True),
+    ],
+)
+def test_batch_matmul(x, y, ta, tb):
+    module = build(
+        [x, y], lambda e, a, b: e(relay.BatchMatmulOp(a, b, transpose_a=ta, transpose_b=tb))
+    )
+    model = check(module)
+    on_cblas(model, "relay.nn.batch_matmul")
+
+
+def test_batch_matmul_with_a_shared_y_is_one_gemm():
+    module = build([(3, 4, 5), (1, 6, 5)], lambda e, a, b: e(relay.BatchMatmulOp(a, b)))
+    model = check(module)
+    assert model.c_source.count("scipy_cblas_sgemm(") == 1
+    assert "CblasNoTrans, CblasTrans, 12, 6, 5," in model.c_source
+    assert "for (" not in model.c_source
+
+
+@pytest.mark.parametrize(
+    "a, b, ta, tb",
+    [
+        ((4, 5), (5, 6), False, False),
+        ((4, 5), (6, 5), False, True),
+        ((5, 4), (5, 6), True, False),
+        ((5, 4), (6, 5), True, True),
+        ((2, 3, 5), (5, 6), False, False),
+        ((2, 5, 3), (6, 5), True, True),
+    ],
+)
+def test_matmul(a, b, ta, tb):
+    module = build(
+        [a, b], lambda e, x, y: e(relay.MatmulOp(x, y, transpose_a=ta, transpose_b=tb))
+    )
+    model = check(module)
+    on_cblas(model, "relay.nn.matmul")
+
+
+CONVS = {
+    # name: (data NCHW, (O, KH, KW), strides, padding, dilation, groups)
+    "1x1_direct": ((2, 8, 5, 6), (4, 1, 1), 1, 0, 1, 1),
+    "1x1_one_channel": ((1, 1, 4, 4), (3, 1, 1), 1, 0, 1, 1),
+    "1x1_stride2": ((1, 6, 7, 7), (5, 1, 1), 2, 0, 1, 1),
+    "1x1_padded": ((1, 3, 4, 4), (2, 1, 1), 1, 1, 1, 1),
+    "3x3": ((1, 3, 8, 8), (4, 3, 3), 1, 0, 1, 1),
+    "3x3_same": ((2, 16, 9, 7), (8, 3, 3), 1, 1, 1, 1),
+    "3x3_stride2_same": ((1, 8, 10, 10), (16, 3, 3), 2, 1, 1, 1),
+    "5x3_asymmetric_padding": ((1, 4, 9, 8), (6, 5, 3), (2, 1), (2, 1, 0, 3), 1, 1),
+    "3x3_dilation2": ((1, 5, 11, 11), (7, 3, 3), 1, 2, 2, 1),
+    "3x3_dilated_strided": ((2, 3, 12, 13), (4, 3, 3), (2, 3), (1, 2), (2, 1), 1),
+    "padding_wider_than_kernel": ((1, 2, 3, 3), (3, 3, 3), 1, 3, 1, 1),
+    "7x7_stride2": ((1, 3, 20, 20), (8, 7, 7), 2, 3, 1, 1),
+    "grouped": ((2, 4, 6, 6), (6, 3, 3), 1, 1, 1, 2),
+    "grouped_1x1": ((1, 8, 5, 5), (12, 1, 1), 1, 0, 1, 4),
+    "one_output_channel": ((1, 3, 6, 6), (1, 3, 3), 1, 1, 1, 1),
+    "wide_channels": ((1, 64, 8, 8), (32, 3, 3), 1, 1, 1, 1),
+}
+
+
+def conv(
+    e: Emit, x: SSAValue, w: SSAValue, strides, padding, dilation, groups
+) -> SSAValue:
+    pad = (padding, padding) if isinstance(padding, int) else padding
+    return e(relay.Conv2dOp(x, w, strides, pad, dilation, groups))
+
+
+def conv_module(name: str, epilogue: Sequence[str] = ()) -> ModuleOp:
+    data, (o, kh, kw), strides, padding, dilation, groups = CONVS[name]
+    shapes = [data, (o, data[1] // groups, kh, kw)]
+    if "bias" in epilogue:
+        shapes.append((o,))
+
+    def body(e: Emit, x, w, *bias):
+        y = conv(e, x, w, strides, padding, dilation, groups)
+        if bias:
+            y = e(relay.BiasAddOp(y, bias[0]))
+        if "relu" in epilogue:
+            y = e(relay.ReluOp(y))
+        return y
+
+    return build(shapes, body)
+
+
+@pytest.mark.parametrize("name", sorted(CONVS))
+def test_conv2d(name):
+    model = check(conv_module(name))
+    on_cblas(model, "relay.nn.conv2d")
+
+
+def test_1x1_stride1_conv_reads_its_input_directly():
+    model = check(conv_module("1x1_direct"))
+    # No im2col, hence no scratch: sgemm reads the image where it is.
+    assert "aligned_alloc" not in model.c_source
+    model = check(conv_module("3x3_same"))
+    assert "aligned_alloc" in model.c_source
+
+
+def test_grouped_conv_is_one_gemm_per_group():
+    model = check(conv_module("grouped"))
+    # groups=2, 3 output channels per group, K = 2 channels * 3 * 3.
+    assert "CblasNoTrans, CblasNoTrans, 3, 36, 18," in model.c_source
+
+
+# ---------------------------------------------------------------------------
+# Composites: the epilogue runs in the same pass, in place
+# ---------------------------------------------------------------------------
+
+
+def dense_module(epilogue: Sequence[str], data=(6, 20), units=12, axis=-1) -> ModuleOp:
+    shapes = [data, (units, data[-1])]
+    if "bias" in epilogue:
+        shapes.append((units,))
+
+    def body(e: Emit, x, w, *bias):
+        y = e(relay.DenseOp(x, w))
+        if bias:
+            y = e(relay.BiasAddOp(y, bias[0], axis=axis))
+        if "relu" in epilogue:
+            y = e(relay.ReluOp(y))
+        return y
+
+    return build(shapes, body)
+
+
+@pytest.mark.parametrize(
+    "epilogue, pattern",
+    [
+        (("bias",), "dense_bias"),
+        (("bias", "relu"), "dense_bias_relu"),
+        (("relu",), "dense_relu"),
+    ],
+)
+def test_dense_composites(epilogue, pattern):
+    module = dense_module(epilogue)
+    model = check(module, ["cblas", "ccompiler"])
+    assert f'extern.composite = "cblas.{pattern}"' in model.partitioned_ir
+    on_cblas(model, "relay.nn.dense", "relay.nn.bias_add", "relay.nn.relu")
+    # One sgemm into the output, then one loop over it: no intermediate buffer.
+    assert model.c_source.count("scipy_cblas_sgemm(") == 1
+    assert "aligned_alloc" not in model.c_source
+    assert "ccompiler.c" not in model.sources
+
+
+def test_dense_bias_on_3d_data():
+    check(dense_module(("bias", "relu"), data=(2, 3, 16), units=5))
+
+
+@pytest.mark.parametrize(
+    "epilogue, pattern",
+    [
+        (("bias",), "conv2d_bias"),
+        (("bias", "relu"), "conv2d_bias_relu"),
+        (("relu",), "conv2d_relu"),
+    ],
+)
+@pytest.mark.parametrize("name", ["3x3_same", "1x1_direct", "grouped", "7x7_stride2"])
+def test_conv2d_composites(name, epilogue, pattern):
+    model = check(conv_module(name, epilogue), ["cblas", "ccompiler"])
+    assert f'extern.composite = "cblas.{pattern}"' in model.partitioned_ir
+    on_cblas(model, "relay.nn.conv2d", "relay.nn.bias_add", "relay.nn.relu")
+    assert "ccompiler.c" not in model.sources
+
+
+def test_conv2d_bias_relu_epilogue_is_one_pass_per_image():
+    model = check(conv_module("1x1_direct", ("bias", "relu")))
+    source = model.c_source
+    # The image loop holds the sgemm, then the bias + clamp over that image's output.
+    body = source[source.index("scipy_cblas_sgemm(") :]
+    assert body.count("for (") == 2  # channels, then the pixels of a channel
+    assert "< 0.0f) ? 0.0f :" in body
+
+
+def test_bias_along_a_non_channel_axis_is_still_fused():
+    # bias_add over axis 0 of a dense output [M, N] (M == bias size).
+    module = build(
+        [(6, 20), (12, 20), (6,)],
+        lambda e, x, w, b: e(relay.ReluOp(e(relay.BiasAddOp(e(relay.DenseOp(x, w)), b, axis=0)))),
+    )
+    model = check(module)
+    assert model.c_source.count("scipy_cblas_sgemm(") == 1
+
+
+def test_conv2d_bias_along_the_batch_axis_runs_after_every_image():
+    data, (o, kh, kw), strides, padding, dilation, groups = CONVS["3x3_same"]
+    module = build(
+        [data, (o, data[1], kh, kw), (data[0],)],
+        lambda e, x, w, b: e(
+            relay.BiasAddOp(conv(e, x, w, strides, padding, dilation, groups), b, axis=0)
+        ),
+    )
+    check(module)
+
+
+# ---------------------------------------------------------------------------
+# Functions with several ops: chains, intermediates, outputs
+# ---------------------------------------------------------------------------
+
+
+def mlp() -> ModuleOp:
+    """x[64,512] -> dense 1024 + bias + relu -> dense 10 + bias."""
+
+    def body(e: Emit, x, w1, b1, w2, b2):
+        h = e(relay.ReluOp(e(relay.BiasAddOp(e(relay.DenseOp(x, w1)), b1))))
+        return e(relay.BiasAddOp(e(relay.DenseOp(h, w2)), b2))
+
+    return build([(64, 512), (1024, 512), (1024,), (10, 1024), (10,)], body)
+
+
+@pytest.mark.parametrize("targets", [["cblas"], ["cblas", "ccompiler"]])
+def test_mlp(targets):
+    model = check(mlp(), targets)
+    on_cblas(model, "relay.nn.dense", "relay.nn.bias_add", "relay.nn.relu")
+    assert model.partitioned_ir.count("extern.call") == 1
+    source = model.c_source
+    assert source.count("scipy_cblas_sgemm(") == 2
+    # The hidden layer [64, 1024] is the one intermediate, checked on allocation.
+    assert "aligned_alloc(64, 262144)" in source
+    assert "return 1;" in source and "free(" in source
+
+
+def test_mlp_with_host_and_ccompiler_ops_between_the_layers():
+    def body(e: Emit, x, w1, b1, r, w2, b2):
+        h = e(relay.ReluOp(e(relay.BiasAddOp(e(relay.DenseOp(x, w1)), b1))))
+        h = e(relay.TanhOp(e(relay.AddOp(h, r))))  # add: ccompiler; tanh: host
+        return e(relay.BiasAddOp(e(relay.DenseOp(h, w2)), b2))
+
+    module = build([(8, 32), (64, 32), (64,), (8, 64), (10, 64), (10,)], body)
+    model = check(module, ["cblas", "ccompiler"])
+    assert "relay.tanh" in host_ir(model)
+    assert "ccompiler.c" in model.sources
+    assert model.partitioned_ir.count("extern.call @") == 3
+    # cblas only (tanh and add on the host, which lowers elementwise ops).
+    check(module, ["cblas"])
+
+
+def test_chain_of_dense_layers_shares_scratch():
+    def body(e: Emit, x, w1, w2, w3, w4):
+        h = x
+        for w in (w1, w2, w3, w4):
+            h = e(relay.ReluOp(e(relay.DenseOp(h, w))))
+        return h
+
+    module = build([(16, 32), (64, 32), (64, 64), (64, 64), (8, 64)], body)
+    model = check(module)
+    # Three [16, 64] intermediates, at most two live at once: two 4 KiB slots.
+    assert "aligned_alloc(64, 8192)" in model.c_source
+
+
+def test_intermediate_also_returned_is_written_to_its_output():
+    def body(e: Emit, x, w1, w2):
+        h = e(relay.DenseOp(x, w1))
+        return e(relay.DenseOp(h, w2)), h
+
+    module = build([(4, 8), (6, 8), (3, 6)], body)
+    model = check(module)
+    assert "aligned_alloc" not in model.c_source
+
+
+def hand_annotated(module: ModuleOp, *names: str) -> ModuleOp:
+    """Mark every op named in `names` for cblas, as a user would by hand."""
+    main = next(iter(module.ops))
+    assert isinstance(main, func.FuncOp)
+    for op in main.body.block.ops:
+        if op.name in names:
+            op.attributes[TARGET_ATTR] = StringAttr("cblas")
+    return module
+
+
+def test_product_returned_before_its_epilogue_is_not_fused():
+    def body(e: Emit, x, w, b):
+        y = e(relay.DenseOp(x, w))
+        return e(relay.ReluOp(e(relay.BiasAddOp(y, b)))), y
+
+    module = hand_annotated(
+        build([(5, 7), (9, 7), (9,)], body),
+        "relay.nn.dense", "relay.nn.bias_add", "relay.nn.relu",
+    )
+    model = check(module)
+    assert model.partitioned_ir.count("extern.call") == 1
+    # bias_add + relu are one out-of-place pass from the returned product.
+    assert model.c_source.count("for (") == 2
+
+
+def call_outlined(function: func.FuncOp, *args: np.ndarray) -> tuple[int, list[np.ndarray]]:
+    """Run cblas's codegen on one outlined function and call it through the C ABI."""
+    import cffi
+
+    artifact = cblas.codegen(ModuleOp([function.clone()]))
+    (symbol,) = artifact.symbols
+    outputs = [
+        np.full(tuple(t.get_shape()), np.nan, dtype=np.float32)  # type: ignore[attr-defined]
+        for t in function.function_type.outputs.data
+    ]
+    buffers = [*args, *outputs]
+    ffi = cffi.FFI()
+    ffi.cdef(f"int32_t {symbol}({', '.join(['float*'] * len(buffers))});")
+    lib = ffi.dlopen(str(artifact.libraries[0]))
+    status = getattr(lib, symbol)(*(ffi.cast("float*", ffi.from_buffer(b)) for b in buffers))
+    return status, outputs
+
+
+def test_standalone_epilogue_ops_and_copied_outputs():
+    # relu of an input, a value returned twice, and an input returned as is:
+    # an outlined function the partitioner does not make, but the ABI allows.
+    def body(e: Emit, x, w, b):
+        r = e(relay.ReluOp(x))
+        y = e(relay.BiasAddOp(e(relay.DenseOp(r, w)), b))
+        return y, y, r, b
+
+    module = build([(5, 7), (9, 7), (9,)], body)
+    function = next(iter(module.ops)).clone()
+    function.sym_name = StringAttr("byoc_test_cblas_0")
+    args = inputs(module)
+    status, outputs = call_outlined(function, *args)
+    assert status == 0
+    for got, want in zip(outputs, byoc.run_reference(module, args)):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    source = cblas.generate_c(ModuleOp([function.clone()]))
+    assert source.count("memcpy(") == 2
+
+
+def test_an_op_cblas_cannot_generate_is_a_clear_error():
+    module = build([(4, 4)], lambda e, x: e(relay.TanhOp(x)))
+    function = next(iter(module.ops)).clone()
+    with pytest.raises(byoc.ByocError, match="cblas cannot generate code for 'relay.tanh' in @main"):
+        cblas.generate_c(ModuleOp([function]))
+
+
+def test_small_constants_are_static_arrays_large_ones_arguments():
+    rng = np.random.default_rng(3)
+    bias = rng.standard_normal(12).astype(np.float32)  # copied into the function
+    weight = (rng.standard_normal((12, 2000)) / 45).astype(np.float32)  # passed
+
+    def body(e: Emit, x):
+        w = e(relay.ConstantOp.from_numpy(weight))
+        b = e(relay.ConstantOp.from_numpy(bias))
+        return e(relay.ReluOp(e(relay.BiasAddOp(e(relay.DenseOp(x, w)), b))))
+
+    model = check(build([(6, 2000)], body))
+    outlined = model.partitioned_ir.split("func.func private")[1]
+    assert outlined.count("relay.constant") == 1
+    assert "static const float " in model.c_source
+    assert model.c_source.count("scipy_cblas_sgemm(") == 1
+
+
+def test_failed_scratch_allocation_is_an_error_not_a_wrong_answer():
+    # A 2^20 x 2^20 intermediate (4 TiB) between two thin dense ops.
+    if open("/proc/sys/vm/overcommit_memory").read().strip() == "1":
+        pytest.skip("the kernel would grant the allocation (overcommit_memory=1)")
+    big = 1 << 20
+
+    def body(e: Emit, x, w1, w2):
+        return e(relay.DenseOp(e(relay.DenseOp(x, w1)), w2))
+
+    module = build([(big, 1), (big, 1), (1, big)], body)
+    model = byoc.compile(module, targets=["cblas"])
+    assert f"aligned_alloc(64, {big * big * 4})" in model.c_source
+    x = np.ones((big, 1), np.float32)
+    with pytest.raises(byoc.ByocError):
+        model(x, x, x.reshape(1, big))
+
+
+# ---------------------------------------------------------------------------
+# What cblas declines, and why
+# ---------------------------------------------------------------------------
+
+
+def reasons(module: ModuleOp, targets: Sequence[str]) -> dict[str, list[str]]:
+    declined = annotate(module.clone(), [get_backend(t) for t in targets])
+    return {op.name: why for op, why in declined.items()}
+
+
+def test_depthwise_conv_is_declined_with_a_reason():
+    module = build(
+        [(1, 4, 6, 6), (4, 1, 3, 3)],
+        lambda e, x, w: conv(e, x, w, 1, 1, 1, 4),
+    )
+    (why,) = reasons(module, ["cblas"])["relay.nn.conv2d"]
+    assert "depthwise conv2d (groups=4" in why
+    assert "at least 2 input channels per group" in why
+
+
+def test_float64_is_declined_with_a_reason():
+    module = build([(4, 8), (3, 8)], lambda e, x, w: e(relay.DenseOp(x, w)), element=f64)
+    (why,) = reasons(module, ["cblas"])["relay.nn.dense"]
+    assert why == "cblas computes in float32 (sgemm); relay.nn.dense operand 0 is tensor<4x8xf64>"
+    if not host_lowers("relay.nn.dense"):
+        pytest.skip("the host does not lower relay.nn.dense yet")
+    model = check(module, ["cblas", "ccompiler"])
+    assert "relay.nn.dense" in host_ir(model) and not model.sources
+
+
+def test_declined_composite_reports_the_pattern():
+    module = build(
+        [(1, 4, 6, 6), (4, 1, 3, 3), (4,)],
+        lambda e, x, w, b: e(relay.BiasAddOp(conv(e, x, w, 1, 1, 1, 4), b)),
+    )
+    why = reasons(module, ["cblas"])
+    pattern, single = why["relay.nn.bias_add"]
+    assert pattern.startswith("cblas: pattern conv2d_bias declined: depthwise conv2d")
+    assert single == "cblas does not support relay.nn.bias_add"
+    assert why["relay.nn.conv2d"][0] == pattern
+
+
+def host_lowers(op_name: str) -> bool:
+    """Whether the host can run `op_name` yet (passes/lower_nn.py is being written)."""
+    from byoc.passes.convert_relay_to_loops import LOWERINGS
+
+    return any(t.name == op_name for t in LOWERINGS if hasattr(t, "name"))
+
+
+def test_declined_depthwise_conv_stays_on_the_host_and_is_right():
+    def body(e: Emit, x, w1, b, w2):
+        y = e(relay.ReluOp(e(relay.BiasAddOp(conv(e, x, w1, 1, 1, 1, 1), b))))
+        return conv(e, y, w2, 1, 1, 1, 8)  # depthwise: declined
+
+    module = build([(1, 4, 6, 6), (8, 4, 3, 3), (8,), (8, 1, 3, 3)], body)
+    why = reasons(module, ["cblas"])
+    assert list(why) == ["relay.nn.conv2d"]
+    if not host_lowers("relay.nn.conv2d"):
+        pytest.skip("the host does not lower relay.nn.conv2d yet")
+    model = check(module, ["cblas", "ccompiler"])
+    assert "relay.nn.conv2d" in host_ir(model)
+
+
+# ---------------------------------------------------------------------------
+# The library
+# ---------------------------------------------------------------------------
+
+
+def test_threads_can_be_set():
+    before = cblas.get_threads()
+    try:
+        cblas.set_threads(1)
+        assert cblas.get_threads() == 1
+        check(dense_module(("bias", "relu")))
+    finally:
+        cblas.set_threads(before)
+    with pytest.raises(byoc.ByocError, match="at least one thread"):
+        cblas.set_threads(0)
+
+
+def test_generated_c_includes_cblas_and_links_openblas():
+    source = get_backend("cblas").source(  # type: ignore[misc]
+        ModuleOp([_outlined(dense_module(("bias", "relu")))])
+    )
+    assert source.startswith("#include <cblas.h>\n")
+    library = cblas.openblas()
+    assert f"-I{library.include_dir}" in library.flags
+    assert f"-l{library.library}" in library.libraries
+    assert f"-Wl,-rpath,{library.lib_dir}" in library.libraries
+
+
+def _outlined(module: ModuleOp) -> func.FuncOp:
+    from byoc.passes.partition import partition
+
+    module = module.clone()
+    annotate(module, [get_backend("cblas")])
+    (function,) = partition(module)
+    return function.clone()
+
+
+def test_saved_model_loads_and_runs(tmp_path):
+    module = mlp()
+    model = check(module)
+    model.save(tmp_path / "mlp.byoc")
+    loaded = byoc.load(tmp_path / "mlp.byoc")
+    args = inputs(module, seed=1)
+    np.testing.assert_array_equal(loaded(*args), model(*args))
+
+
+def test_pack_shares_memory_between_buffers_not_live_together():
+    a, b, c = cblas.Scratch(100, 0, 1), cblas.Scratch(50, 1, 2), cblas.Scratch(100, 2, 3)
+    total = cblas.pack([a, b, c])
+    # a and c never live together: they share offset 0; b sits after them.
+    assert a.offset == c.offset == 0
+    assert b.offset >= 112 and total == b.offset + 64
