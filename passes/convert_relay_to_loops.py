@@ -4,12 +4,14 @@ docs/architecture.md, which both exits (emitc, llvm) consume.
 Each function becomes destination-passing `(memref ins..., memref outs...) ->
 i32`. Its ops are walked once, in order: every op result gets a buffer (the
 function's output buffer when the result is returned, else a `memref.alloc`
-freed right after its last use) and the op's lowering writes into it.
+freed right after its last use) and the op's lowering writes into it; a
+`relay.constant` is instead a read-only module-level `memref.global`.
 `extern.call` becomes a `func.call` whose `i32` status is or-ed into the
 function's status, so a failing kernel is never silent.
 
 To support a new op: give it a scalar builder in `SCALAR_BUILDERS` if it is
-elementwise, otherwise write an `OpLowering` and register it in `LOWERINGS`.
+elementwise (in `SCALAR_BUILDERS_OF_OP` if it has attributes), otherwise write
+an `OpLowering` and register it in `LOWERINGS` (compute ops: lower_nn.py).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from byoc.passes.loop_nests import (
     element_type_of,
     elementwise_nest,
 )
+from byoc.passes.lower_nn import NN_LOWERINGS
+from byoc.passes.lower_shapes import SHAPE_LOWERINGS, GlobalConstants, lower_constant
 
 PASS_NAME = "convert-relay-to-loops"
 
@@ -70,6 +74,25 @@ def _relu(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
     return b.scalar(arith.MaximumfOp, args[0], b.constant(0.0, typ))
 
 
+def _sigmoid(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+    one = b.constant(1.0, typ)
+    exp = b.scalar(math.ExpOp, b.scalar(arith.NegfOp, args[0]))
+    return b.scalar(arith.DivfOp, one, b.scalar(arith.AddfOp, one, exp))
+
+
+def _clip(op: Operation) -> ScalarBuilder:
+    assert isinstance(op, relay.ClipOp)
+    attrs = op.attrs()
+    low, high = float(attrs["a_min"]), float(attrs["a_max"])  # type: ignore[arg-type]
+
+    def build(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+        # maximumf/minimumf propagate NaN, as numpy's clip does.
+        raised = b.scalar(arith.MaximumfOp, args[0], b.constant(low, typ))
+        return b.scalar(arith.MinimumfOp, raised, b.constant(high, typ))
+
+    return build
+
+
 SCALAR_BUILDERS: dict[type[Operation], ScalarBuilder] = {
     relay.AddOp: _binary(arith.AddfOp),
     relay.SubtractOp: _binary(arith.SubfOp),
@@ -79,10 +102,24 @@ SCALAR_BUILDERS: dict[type[Operation], ScalarBuilder] = {
     relay.NegativeOp: _unary(arith.NegfOp),
     relay.TanhOp: _unary(math.TanhOp),
     relay.ExpOp: _unary(math.ExpOp),
+    relay.MaximumOp: _binary(arith.MaximumfOp),
+    relay.MinimumOp: _binary(arith.MinimumfOp),
+    relay.PowerOp: _binary(math.PowFOp),
+    relay.AbsOp: _unary(math.AbsFOp),
+    relay.LogOp: _unary(math.LogOp),
+    relay.SqrtOp: _unary(math.SqrtOp),
+    relay.RsqrtOp: _unary(math.RsqrtOp),
+    relay.SigmoidOp: _sigmoid,
+    relay.ErfOp: _unary(math.ErfOp),
 }
 """Elementwise relay op class -> `(builder, scalar operands, element type) ->
 scalar result`, in operand order. Reusable wherever one element is computed
 (loop nests here, fused nests later)."""
+
+SCALAR_BUILDERS_OF_OP: dict[type[Operation], Callable[[Operation], ScalarBuilder]] = {
+    relay.ClipOp: _clip,
+}
+"""Elementwise relay ops with attributes: op class -> `op -> its scalar builder`."""
 
 
 # --- Op lowerings: one per op family -----------------------------------------
@@ -104,7 +141,7 @@ def lower_elementwise(
     results: Sequence[SSAValue],
 ) -> None:
     """Lowers an elementwise op (any arity, numpy broadcasting) to one loop nest."""
-    scalar = SCALAR_BUILDERS[type(op)]
+    scalar = SCALAR_BUILDERS.get(type(op)) or SCALAR_BUILDERS_OF_OP[type(op)](op)
     typ = element_type_of(results[0])
     elementwise_nest(b, lambda inner, xs: scalar(inner, xs, typ), operands, results[0])
 
@@ -123,6 +160,9 @@ def lower_call(
 
 LOWERINGS: dict[type[Operation], OpLowering] = {
     **{op_type: lower_elementwise for op_type in SCALAR_BUILDERS},
+    **{op_type: lower_elementwise for op_type in SCALAR_BUILDERS_OF_OP},
+    **SHAPE_LOWERINGS,
+    **NN_LOWERINGS,
     extern.CallOp: lower_call,
     func.CallOp: lower_call,
 }
@@ -193,11 +233,19 @@ def convert_signature(function: func.FuncOp, types: TypeConverter) -> list[MemRe
     return args
 
 
+def is_read_only(value: SSAValue) -> bool:
+    """Whether the buffer of `value` exists before the function runs and is only
+    read (an argument, or a constant's global): never written, never freed, and
+    copied to the output when returned."""
+    return isinstance(value, BlockArgument) or isinstance(value.owner, relay.ConstantOp)
+
+
 def convert_body(
     function: func.FuncOp,
     old: Block,
     args: Sequence[MemRefType],
     types: TypeConverter,
+    constants: GlobalConstants,
 ) -> Block:
     """The loop-level body computing what `old` computes, on the arguments `args`."""
     name = function.sym_name.data
@@ -218,11 +266,12 @@ def convert_body(
         out.name_hint = f"out{index}"
 
     # Returned values are computed straight into their output buffer; a value
-    # that cannot be (an argument, or a value already returned) is copied there.
+    # that cannot be (an argument, a constant, or a value already returned) is
+    # copied there.
     destinations: dict[SSAValue, SSAValue] = {}
     copies: list[tuple[SSAValue, SSAValue]] = []
     for value, out in zip(returned, block.args[n_in:]):
-        if isinstance(value, BlockArgument) or value in destinations:
+        if is_read_only(value) or value in destinations:
             copies.append((value, out))
         else:
             destinations[value] = out
@@ -236,12 +285,17 @@ def convert_body(
             last_use[value] = position
     frees: dict[int, list[SSAValue]] = {}
     for value, position in last_use.items():
-        if not isinstance(value, BlockArgument) and value not in destinations:
+        if not is_read_only(value) and value not in destinations:
             frees.setdefault(position, []).append(value)
 
     b = BodyBuilder(block, ConstantPool(block))
     status: SSAValue | None = None
     for position, op in enumerate(ops):
+        if isinstance(op, relay.ConstantOp):
+            if op.result.first_use is not None:  # a dead weight costs nothing
+                typ = types.memref(op.result.type, lambda: f"'{op.name}' in @{name}")
+                buffers[op.result] = lower_constant(b, op, constants, typ)
+            continue
         lowering = LOWERINGS.get(type(op))
         if lowering is None:
             op_name = op.op_name.data if isinstance(op, UnregisteredOp) else op.name
@@ -277,7 +331,9 @@ def convert_body(
     return block
 
 
-def convert_function(function: func.FuncOp, types: TypeConverter) -> None:
+def convert_function(
+    function: func.FuncOp, types: TypeConverter, constants: GlobalConstants
+) -> None:
     """Lower one relay function (or declaration) to the loop-level IR, in place."""
     if is_loop_level(function):
         return
@@ -292,7 +348,7 @@ def convert_function(function: func.FuncOp, types: TypeConverter) -> None:
     if not blocks:
         return
     old = blocks[0]
-    new = convert_body(function, old, args, types)
+    new = convert_body(function, old, args, types, constants)
     region.detach_block(old)
     region.add_block(new)
     old.erase(safe_erase=False)
@@ -301,9 +357,10 @@ def convert_function(function: func.FuncOp, types: TypeConverter) -> None:
 def convert_relay_to_loops(module: ModuleOp) -> None:
     """Lower every function of `module` to the loop-level IR."""
     types = TypeConverter()
+    constants = GlobalConstants(module)
     for op in module.body.block.ops:
         if isinstance(op, func.FuncOp):
-            convert_function(op, types)
+            convert_function(op, types, constants)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,984 @@
+"""Lowerings of the compute relay ops (bias_add, the matmul family, conv2d,
+pooling, softmax, normalisation, reductions) to loop nests of the loop-level IR.
+
+Used by convert-relay-to-loops (`NN_LOWERINGS`). The loop-level IR has no
+iter_args, so sums and maxima accumulate in memory: in the destination buffer
+when its layout allows, else in small scratch memrefs. Loops are ordered so the
+innermost one walks contiguous memory and carries no reduction where that is
+possible, which is what LLVM and gcc vectorise without reassociating floats.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import arith, math, memref, scf
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, i1, i64
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from byoc.dialects import relay
+from byoc.passes.loop_nests import (
+    INDEX,
+    BodyBuilder,
+    alloc,
+    dealloc,
+    element_type_of,
+    shape_of,
+)
+
+if TYPE_CHECKING:
+    from byoc.passes.convert_relay_to_loops import OpLowering
+
+Index = int | SSAValue
+"""An index known when lowering (an int) or computed at run time (an `index` value)."""
+
+# --- Index arithmetic, folded while both sides are known ------------------------
+
+_SLT = IntegerAttr(2, i64)  # arith.cmpi predicates
+_SGT = IntegerAttr(4, i64)
+
+
+def value_of(b: BodyBuilder, x: Index) -> SSAValue:
+    """`x` as an `index` value (a hoisted constant if it is known)."""
+    return b.index(x) if isinstance(x, int) else x
+
+
+def index_add(b: BodyBuilder, x: Index, y: Index) -> Index:
+    """`x + y`."""
+    if isinstance(x, int) and isinstance(y, int):
+        return x + y
+    if isinstance(x, int) and x == 0:
+        return y
+    if isinstance(y, int) and y == 0:
+        return x
+    return b.scalar(arith.AddiOp, value_of(b, x), value_of(b, y))
+
+
+def index_sub(b: BodyBuilder, x: Index, y: Index) -> Index:
+    """`x - y`."""
+    if isinstance(y, int):
+        return index_add(b, x, -y)
+    return b.scalar(arith.SubiOp, value_of(b, x), y)
+
+
+def index_mul(b: BodyBuilder, x: Index, factor: int) -> Index:
+    """`x * factor`."""
+    if isinstance(x, int):
+        return x * factor
+    if factor == 0:
+        return 0
+    if factor == 1:
+        return x
+    return b.scalar(arith.MuliOp, x, b.index(factor))
+
+
+def _pick(b: BodyBuilder, predicate: IntegerAttr, x: Index, y: Index) -> Index:
+    """`x` if `x <predicate> y` else `y` (signed)."""
+    xv, yv = value_of(b, x), value_of(b, y)
+    cond = b.scalar(
+        arith.CmpiOp, xv, yv, result_type=i1, properties={"predicate": predicate}
+    )
+    return b.scalar(arith.SelectOp, cond, xv, yv, result_type=INDEX)
+
+
+def index_max(b: BodyBuilder, x: Index, y: Index) -> Index:
+    """`max(x, y)` (signed)."""
+    if isinstance(x, int) and isinstance(y, int):
+        return max(x, y)
+    return _pick(b, _SGT, x, y)
+
+
+def index_min(b: BodyBuilder, x: Index, y: Index) -> Index:
+    """`min(x, y)` (signed)."""
+    if isinstance(x, int) and isinstance(y, int):
+        return min(x, y)
+    return _pick(b, _SLT, x, y)
+
+
+def ceil_div(b: BodyBuilder, x: Index, divisor: int, offset: int = 0) -> Index:
+    """`ceil((x + offset) / divisor)` when `x + offset > 0`, else some value
+    `<= 0` (every caller clamps at 0, so the truncating `divsi` needs no sign
+    fix-up)."""
+    if isinstance(x, int):
+        return -(-(x + offset) // divisor)
+    if divisor == 1:
+        return index_add(b, x, offset)
+    numerator = value_of(b, index_add(b, x, offset + divisor - 1))
+    return b.scalar(arith.DivSIOp, numerator, b.index(divisor))
+
+
+# --- Loops, loads and stores ------------------------------------------------------
+
+
+def for_range(
+    b: BodyBuilder, lower: Index, upper: Index, name: str | None = None
+) -> tuple[BodyBuilder, Index]:
+    """A unit-step `scf.for` over `[lower, upper)`: a builder in its body and its
+    induction variable (named `name`). A range known to hold one index builds
+    no loop."""
+    if isinstance(lower, int) and isinstance(upper, int) and upper - lower == 1:
+        return b, lower
+    body = Block(arg_types=(INDEX,))
+    body.args[0].name_hint = name
+    terminator = scf.YieldOp.create()
+    body.add_op(terminator)
+    b.insert(
+        scf.ForOp.create(
+            operands=(value_of(b, lower), value_of(b, upper), b.index(1)),
+            regions=(Region(body),),
+        )
+    )
+    return b.at(body, terminator), body.args[0]
+
+
+def nest(
+    b: BodyBuilder, extents: Sequence[int], names: Sequence[str] | str = "i"
+) -> tuple[BodyBuilder, list[Index]]:
+    """One loop per extent from 0, outermost first (none for extent 1, whose
+    index is 0). Induction variables are named by `names`, one per loop, or
+    `names` followed by the loop's position."""
+    ivs: list[Index] = []
+    for position, extent in enumerate(extents):
+        name = names + str(position) if isinstance(names, str) else names[position]
+        b, iv = for_range(b, 0, extent, name)
+        ivs.append(iv)
+    return b, ivs
+
+
+def load(b: BodyBuilder, source: SSAValue, indices: Sequence[Index]) -> SSAValue:
+    """`memref.load source[indices]`."""
+    return b.scalar(
+        memref.LoadOp,
+        source,
+        *(value_of(b, i) for i in indices),
+        result_type=element_type_of(source),
+    )
+
+
+def store(
+    b: BodyBuilder, value: SSAValue, target: SSAValue, indices: Sequence[Index]
+) -> None:
+    """`memref.store value, target[indices]`."""
+    b.insert(
+        memref.StoreOp.create(
+            operands=(value, target, *(value_of(b, i) for i in indices))
+        )
+    )
+
+
+def fill(b: BodyBuilder, target: SSAValue, value: SSAValue) -> None:
+    """Store `value` into every element of `target`."""
+    inner, ivs = nest(b, shape_of(target))
+    store(inner, value, target, ivs)
+
+
+def scratch(
+    b: BodyBuilder, shape: Sequence[int], element: Attribute, name: str
+) -> SSAValue:
+    """A scratch buffer named `name`: a `memref.alloca` for shape `()`, else
+    heap memory (freed with `release`)."""
+    if shape:
+        buffer = alloc(b, MemRefType(element, shape))
+    else:
+        buffer = b.insert(memref.AllocaOp.get(element, shape=())).memref
+    buffer.name_hint = name
+    return buffer
+
+
+def entry_alloca(
+    b: BodyBuilder, shape: Sequence[int], element: Attribute, name: str
+) -> SSAValue:
+    """A `memref.alloca` at the function entry, out of every loop."""
+    entry = b.pool.entry
+    buffer = (
+        b.at(entry, entry.first_op)
+        .insert(memref.AllocaOp.get(element, shape=shape))
+        .memref
+    )
+    buffer.name_hint = name
+    return buffer
+
+
+def release(b: BodyBuilder, buffer: SSAValue) -> None:
+    """Free a buffer made by `scratch`."""
+    if isinstance(buffer.owner, memref.AllocOp):
+        dealloc(b, buffer)
+
+
+def binary(
+    b: BodyBuilder, op_type: type[Operation], x: SSAValue, y: SSAValue
+) -> SSAValue:
+    """`op_type(x, y)` on scalars."""
+    return b.scalar(op_type, x, y)
+
+
+def accumulate(
+    b: BodyBuilder,
+    op_type: type[Operation],
+    target: SSAValue,
+    indices: Sequence[Index],
+    value: SSAValue,
+) -> None:
+    """`target[indices] = op_type(target[indices], value)`."""
+    store(b, binary(b, op_type, load(b, target, indices), value), target, indices)
+
+
+# --- bias_add, batch_norm: per-channel elementwise ------------------------------
+
+
+def lower_bias_add(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.bias_add` to one nest adding `bias[i_axis]`."""
+    assert isinstance(op, relay.BiasAddOp)
+    (data, bias), (out,) = operands, results
+    shape = shape_of(out)
+    axis = relay.normalize_axis(op.attrs()["axis"], len(shape), op.name)
+    inner, ivs = nest(b, shape)
+    total = binary(
+        inner, arith.AddfOp, load(inner, data, ivs), load(inner, bias, [ivs[axis]])
+    )
+    store(inner, total, out, ivs)
+
+
+def _normalise(
+    b: BodyBuilder,
+    op: Operation,
+    x: SSAValue,
+    mean: SSAValue,
+    std: SSAValue,
+    gamma: Callable[[], SSAValue],
+    beta: Callable[[], SSAValue],
+) -> SSAValue:
+    """`(x - mean) / std`, times gamma if `scale`, plus beta if `center`."""
+    attrs = op.attrs()
+    y = binary(b, arith.DivfOp, binary(b, arith.SubfOp, x, mean), std)
+    if attrs["scale"]:
+        y = binary(b, arith.MulfOp, y, gamma())
+    if attrs["center"]:
+        y = binary(b, arith.AddfOp, y, beta())
+    return y
+
+
+def lower_batch_norm(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers inference `relay.nn.batch_norm` to one nest over its output."""
+    assert isinstance(op, relay.BatchNormOp)
+    (data, gamma, beta, mean, var), (out,) = operands, results
+    shape = shape_of(out)
+    typ = element_type_of(out)
+    attrs = op.attrs()
+    axis = relay.normalize_axis(attrs["axis"], len(shape), op.name)
+    epsilon = b.constant(attrs["epsilon"], typ)
+    inner, ivs = nest(b, shape)
+    channel = [ivs[axis]]
+    variance = binary(inner, arith.AddfOp, load(inner, var, channel), epsilon)
+    std = inner.scalar(math.SqrtOp, variance)
+    y = _normalise(
+        inner,
+        op,
+        load(inner, data, ivs),
+        load(inner, mean, channel),
+        std,
+        lambda: load(inner, gamma, channel),
+        lambda: load(inner, beta, channel),
+    )
+    store(inner, y, out, ivs)
+
+
+# --- Matmul family: out[rows..., n] = sum_k lhs(rows, k) * rhs(rows, k, n) ---------
+# The loop order follows rhs's layout: `accumulate_rows` when it is [k, n],
+# `times_transposed` when it is [n, k] (dot products, or for a short k a
+# transposed copy and `accumulate_rows`); the innermost loop is contiguous.
+
+IndexMap = Callable[[Sequence[Index], Index, Index], list[Index]]
+"""`(row indices, k, n) -> indices` of an operand of a contraction."""
+
+
+DOT_LANES = 16
+"""Partial sums a long sum keeps (one per `k mod DOT_LANES`): independent and
+contiguous, so LLVM and gcc hold them in vector registers (two AVX2 vectors,
+one AVX-512 vector)."""
+
+
+def accumulate_rows(
+    b: BodyBuilder,
+    out: SSAValue,
+    lhs: SSAValue,
+    lhs_at: IndexMap,
+    rhs: SSAValue,
+    rhs_at: IndexMap,
+    depth: int,
+) -> None:
+    """`out[rows..., n] = sum_k lhs[lhs_at] * rhs[rhs_at]` for an `rhs` laid
+    out `[k, n]`: the k loop goes outside the n loop, and each k adds
+    `lhs * rhs[k, :]` to the output row, so the innermost loop is unit-stride
+    and carries no reduction."""
+    shape = shape_of(out)
+    rows, width = shape[:-1], shape[-1]
+    row_b, r = nest(b, rows, "m")
+    fill_b, (n,) = nest(row_b, (width,), ["n"])
+    store(fill_b, b.constant(0.0, element_type_of(out)), out, [*r, n])
+    k_b, (k,) = nest(row_b, (depth,), ["k"])
+    a = load(k_b, lhs, lhs_at(r, k, 0))
+    n_b, (n,) = nest(k_b, (width,), ["n"])
+    product = binary(n_b, arith.MulfOp, a, load(n_b, rhs, rhs_at(r, k, n)))
+    accumulate(n_b, arith.AddfOp, out, [*r, n], product)
+
+
+def dot_product(
+    b: BodyBuilder,
+    out: SSAValue,
+    lhs: SSAValue,
+    lhs_at: IndexMap,
+    rhs: SSAValue,
+    rhs_at: IndexMap,
+    depth: int,
+) -> None:
+    """`out[rows..., n] = sum_k lhs[lhs_at] * rhs[rhs_at]` for an `rhs` laid
+    out `[n, k]` (dense's weight): one dot product per output, both operands
+    read along contiguous k (`sum_along`)."""
+    shape = shape_of(out)
+    rows, width = shape[:-1], shape[-1]
+    row_b, r = nest(b, rows, "m")
+    n_b, (n,) = nest(row_b, (width,), ["n"])
+    store(n_b, b.constant(0.0, element_type_of(out)), out, [*r, n])
+
+    def product(inner: BodyBuilder, k: Index) -> SSAValue:
+        a = load(inner, lhs, lhs_at(r, k, n))
+        return binary(inner, arith.MulfOp, a, load(inner, rhs, rhs_at(r, k, n)))
+
+    sum_along(n_b, depth, product, out, [*r, n])
+
+
+def sum_along(
+    b: BodyBuilder,
+    depth: int,
+    term: Callable[[BodyBuilder, Index], SSAValue],
+    target: SSAValue,
+    at: Sequence[Index],
+) -> None:
+    """`target[at] += sum_{k < depth} term(k)`.
+
+    A single running sum is a chain of dependent adds, which compilers may not
+    reorder; so a long sum is split into `DOT_LANES` interleaved partial sums
+    (lane `k mod DOT_LANES`) in a `memref.alloca`, added up at the end.
+    """
+    if depth < 2 * DOT_LANES:
+        k_b, (k,) = nest(b, (depth,), ["k"])
+        accumulate(k_b, arith.AddfOp, target, at, term(k_b, k))
+        return
+    lanes, chunks = DOT_LANES, depth // DOT_LANES
+    typ = element_type_of(target)
+    partial = entry_alloca(b, (lanes,), typ, "partial")
+    zero_b, (lane,) = nest(b, (lanes,), ["lane"])
+    store(zero_b, b.constant(0.0, typ), partial, [lane])
+    lane_b, (chunk, lane) = nest(b, (chunks, lanes), ["kc", "lane"])
+    k = index_add(lane_b, index_mul(lane_b, chunk, lanes), lane)
+    accumulate(lane_b, arith.AddfOp, partial, [lane], term(lane_b, k))
+    if depth > chunks * lanes:
+        tail_b, k = for_range(b, chunks * lanes, depth, "k")
+        lane = index_add(tail_b, k, -chunks * lanes)
+        accumulate(tail_b, arith.AddfOp, partial, [lane], term(tail_b, k))
+    sum_b, (lane,) = nest(b, (lanes,), ["lane"])
+    accumulate(sum_b, arith.AddfOp, target, at, load(sum_b, partial, [lane]))
+
+
+def times_transposed(
+    b: BodyBuilder,
+    out: SSAValue,
+    lhs: SSAValue,
+    lhs_at: IndexMap,
+    rhs: SSAValue,
+    rhs_batch: Callable[[Sequence[Index]], list[Index]],
+    depth: int,
+) -> None:
+    """`out[rows..., n] = sum_k lhs[lhs_at] * rhs[batch..., n, k]`, `rhs_batch`
+    giving rhs's batch indices from the row indices.
+
+    Dot products (`dot_product`) unless k is short and many rows share each
+    rhs matrix: then their partial sums vectorise poorly, and transposing rhs
+    once for `accumulate_rows` is cheaper.
+    """
+    rows = pymath.prod(shape_of(out)[:-1])
+    rows_per_matrix = rows // max(1, pymath.prod(shape_of(rhs)[:-2]))
+    if depth >= SHORT_DEPTH or rows_per_matrix < TRANSPOSE_MIN_ROWS:
+        dot_product(
+            b, out, lhs, lhs_at, rhs, lambda r, k, n: [*rhs_batch(r), n, k], depth
+        )
+        return
+    flipped = transposed(b, rhs)
+    flipped.name_hint = "transposed"
+    accumulate_rows(
+        b, out, lhs, lhs_at, flipped, lambda r, k, n: [*rhs_batch(r), k, n], depth
+    )
+    dealloc(b, flipped)
+
+
+SHORT_DEPTH = 8 * DOT_LANES
+TRANSPOSE_MIN_ROWS = 64
+"""`times_transposed` copies rhs transposed when `k < SHORT_DEPTH` and at least
+`TRANSPOSE_MIN_ROWS` rows use each rhs matrix. Measured with LLVM on AVX2
+(dense, 128 rows, n = 1024): 2-3x faster for k from 16 to 96, slower from
+k = 128 on (where LLVM keeps the partial sums in vector registers), and
+slower with 16 rows (the copy is not amortised)."""
+
+TRANSPOSE_TILE = 8
+"""Side of the square tiles `transposed` copies, so both its reads and its
+writes stay within a few cache lines at a time."""
+
+
+def transposed(b: BodyBuilder, source: SSAValue) -> SSAValue:
+    """A new heap buffer holding `source` with its last two dims swapped,
+    copied tile by tile (then the rows and columns left over)."""
+    shape = shape_of(source)
+    *batch, rows, cols = shape
+    target = alloc(b, MemRefType(element_type_of(source), (*batch, cols, rows)))
+    tile = TRANSPOSE_TILE
+    bat_b, bat = nest(b, batch, "t")
+
+    def copy(inner: BodyBuilder, r: Index, c: Index) -> None:
+        store(inner, load(inner, source, [*bat, r, c]), target, [*bat, c, r])
+
+    full_rows, full_cols = rows - rows % tile, cols - cols % tile
+    if full_rows and full_cols:
+        tiles_b, (rt, ct, r, c) = nest(
+            bat_b,
+            (full_rows // tile, full_cols // tile, tile, tile),
+            ["rt", "ct", "r", "c"],
+        )
+        copy(
+            tiles_b,
+            index_add(tiles_b, index_mul(tiles_b, rt, tile), r),
+            index_add(tiles_b, index_mul(tiles_b, ct, tile), c),
+        )
+    if full_cols < cols and full_rows:
+        r_b, (r,) = nest(bat_b, (full_rows,), ["r"])
+        c_b, c = for_range(r_b, full_cols, cols, "c")
+        copy(c_b, r, c)
+    if full_rows < rows:
+        r_b, r = for_range(bat_b, full_rows, rows, "r")
+        c_b, (c,) = nest(r_b, (cols,), ["c"])
+        copy(c_b, r, c)
+    return target
+
+
+def lower_dense(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.dense` (`data[..., k] * weight[n, k]`) to dot products along k."""
+    assert isinstance(op, relay.DenseOp)
+    (data, weight), (out,) = operands, results
+    depth = shape_of(weight)[1]
+    times_transposed(b, out, data, lambda r, k, n: [*r, k], weight, lambda r: [], depth)
+
+
+def lower_matmul(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.matmul` (a `[..., M, K]`, 2-d b, either transposed)."""
+    assert isinstance(op, relay.MatmulOp)
+    (a, b_matrix), (out,) = operands, results
+    attrs = op.attrs()
+    transpose_a, transpose_b = attrs["transpose_a"], attrs["transpose_b"]
+    a_shape = shape_of(a)
+    depth = a_shape[-2] if transpose_a else a_shape[-1]
+
+    def a_at(r: Sequence[Index], k: Index, n: Index) -> list[Index]:
+        # The row indices are a's batch indices then m (no m for a 1-d a).
+        return [*r[:-1], k, r[-1]] if transpose_a else [*r, k]
+
+    if transpose_b:
+        times_transposed(b, out, a, a_at, b_matrix, lambda r: [], depth)
+    else:
+        accumulate_rows(b, out, a, a_at, b_matrix, lambda r, k, n: [k, n], depth)
+
+
+def lower_batch_matmul(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.batch_matmul` (transposes, a batch of 1 broadcasts)."""
+    assert isinstance(op, relay.BatchMatmulOp)
+    (x, y), (out,) = operands, results
+    attrs = op.attrs()
+    transpose_a, transpose_b = attrs["transpose_a"], attrs["transpose_b"]
+    x_shape, y_shape = shape_of(x), shape_of(y)
+    depth = x_shape[1] if transpose_a else x_shape[2]
+
+    def batch(r: Sequence[Index], shape: Sequence[int]) -> Index:
+        return 0 if shape[0] == 1 else r[0]
+
+    def x_at(r: Sequence[Index], k: Index, n: Index) -> list[Index]:
+        bx = batch(r, x_shape)
+        return [bx, k, r[1]] if transpose_a else [bx, r[1], k]
+
+    def y_batch(r: Sequence[Index]) -> list[Index]:
+        return [batch(r, y_shape)]
+
+    if transpose_b:
+        times_transposed(b, out, x, x_at, y, y_batch, depth)
+    else:
+        accumulate_rows(b, out, x, x_at, y, lambda r, k, n: [*y_batch(r), k, n], depth)
+
+
+# --- Convolution and pooling ----------------------------------------------------
+
+
+class Window:
+    """One spatial dimension of a conv or pool: input size, kernel, stride,
+    dilation, padding before and after, and output size."""
+
+    __slots__ = ("dilation", "kernel", "outputs", "pad", "pad_after", "size", "stride")
+
+    def __init__(
+        self,
+        size: int,
+        kernel: int,
+        stride: int,
+        dilation: int,
+        pad: int,
+        pad_after: int,
+        outputs: int,
+    ):
+        self.size, self.kernel, self.stride, self.dilation = (
+            size,
+            kernel,
+            stride,
+            dilation,
+        )
+        self.pad, self.pad_after, self.outputs = pad, pad_after, outputs
+
+    def _first(self, tap: int) -> int:
+        return max(0, -(-(self.pad - tap * self.dilation) // self.stride))
+
+    def _end(self, tap: int) -> int:
+        return min(
+            self.outputs,
+            -(-(self.size + self.pad - tap * self.dilation) // self.stride),
+        )
+
+    def outputs_of(self, b: BodyBuilder, tap: Index) -> tuple[Index, Index]:
+        """The outputs `o` in `[0, outputs)` whose input `o * stride + tap *
+        dilation - pad` lies in `[0, size)`, as a range: clamping the loop is
+        what padding means. Known (no index arithmetic) when `tap` is, or when
+        every tap sees every output."""
+        if isinstance(tap, int):
+            return self._first(tap), self._end(tap)
+        if all(
+            self._first(t) == 0 and self._end(t) == self.outputs
+            for t in range(self.kernel)
+        ):
+            return 0, self.outputs
+        offset = index_mul(b, tap, -self.dilation)
+        first = index_max(b, 0, ceil_div(b, offset, self.stride, self.pad))
+        end = index_min(
+            b, self.outputs, ceil_div(b, offset, self.stride, self.size + self.pad)
+        )
+        return first, end
+
+    def start_of(self, b: BodyBuilder, tap: Index) -> Index:
+        """The input index kernel position `tap` reads for output 0 (maybe < 0)."""
+        return index_add(b, index_mul(b, tap, self.dilation), -self.pad)
+
+    def input_of(self, b: BodyBuilder, output: Index, start: Index) -> Index:
+        """The input index for `output` of the tap whose `start_of` is `start`."""
+        return index_add(b, index_mul(b, output, self.stride), start)
+
+    def count(self, output: int, include_pad: bool) -> int:
+        """How many taps of the window at `output` an average divides by."""
+        low, high = (
+            (-self.pad, self.size + self.pad_after) if include_pad else (0, self.size)
+        )
+        start = output * self.stride - self.pad
+        return sum(low <= start + t * self.dilation < high for t in range(self.kernel))
+
+    def count_of(self, b: BodyBuilder, output: Index, include_pad: bool) -> Index:
+        """`count(output)`, computed at run time unless it is the same everywhere."""
+        counts = {self.count(o, include_pad) for o in range(self.outputs)}
+        if len(counts) == 1:
+            return counts.pop()
+        low, high = (
+            (-self.pad, self.size + self.pad_after) if include_pad else (0, self.size)
+        )
+        # Taps t with low <= output * stride - pad + t * dilation < high.
+        offset = index_mul(b, output, -self.stride)
+        first = index_max(b, 0, ceil_div(b, offset, self.dilation, low + self.pad))
+        last = index_min(
+            b, self.kernel, ceil_div(b, offset, self.dilation, high + self.pad)
+        )
+        return index_max(b, 0, index_sub(b, last, first))
+
+
+def _windows(
+    op: Operation, data: SSAValue, out: SSAValue, kernel: Sequence[int]
+) -> tuple[Window, Window]:
+    """The H and W windows of a conv2d or pool2d op from its attributes."""
+    attrs = op.attrs()
+    top, left, bottom, right = relay.normalize_padding(attrs["padding"], op.name)
+    (_, _, h, w), (_, _, oh, ow) = shape_of(data), shape_of(out)
+    (sh, sw), (dh, dw) = attrs["strides"], attrs["dilation"]
+    return (
+        Window(h, kernel[0], sh, dh, top, bottom, oh),
+        Window(w, kernel[1], sw, dw, left, right, ow),
+    )
+
+
+def sweep_taps(
+    b: BodyBuilder,
+    rows: Window,
+    cols: Window,
+    plane: Sequence[Index],
+    body: Callable[[BodyBuilder, Index, Index, list[Index], list[Index]], None],
+) -> None:
+    """For each kernel tap (i, j), outermost, call `body(builder, i, j, out
+    indices, input indices)` over every output of the plane the tap sees.
+
+    The innermost loop runs along an output row (unit stride in the output, the
+    W stride in the input), without a branch: padding is skipped by the ranges.
+    """
+    i_b, (i,) = nest(b, (rows.kernel,), ["ki"])
+    y_lo, y_hi = rows.outputs_of(i_b, i)
+    y_start = rows.start_of(i_b, i)
+    j_b, (j,) = nest(i_b, (cols.kernel,), ["kj"])
+    x_lo, x_hi = cols.outputs_of(j_b, j)
+    x_start = cols.start_of(j_b, j)
+    y_b, oy = for_range(j_b, y_lo, y_hi, "oy")
+    iy = rows.input_of(y_b, oy, y_start)
+    x_b, ox = for_range(y_b, x_lo, x_hi, "ox")
+    ix = cols.input_of(x_b, ox, x_start)
+    body(x_b, i, j, [*plane, oy, ox], [iy, ix])
+
+
+def lower_conv2d(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.conv2d` (NCHW, OIHW, groups) to output planes accumulated tap by tap."""
+    assert isinstance(op, relay.Conv2dOp)
+    (data, weight), (out,) = operands, results
+    n_out, channels_in, kh, kw = shape_of(weight)
+    groups = op.attrs()["groups"]
+    per_group = n_out // groups
+    rows, cols = _windows(op, data, out, (kh, kw))
+    typ = element_type_of(out)
+    zero = b.constant(0.0, typ)
+
+    plane_b, (n, g, o_in_group) = nest(
+        b, (shape_of(data)[0], groups, per_group), ["n", "g", "o"]
+    )
+    o = index_add(plane_b, index_mul(plane_b, g, per_group), o_in_group)
+    fill_b, (oy, ox) = nest(plane_b, (rows.outputs, cols.outputs), ["oy", "ox"])
+    store(fill_b, zero, out, [n, o, oy, ox])
+    c_b, (c,) = nest(plane_b, (channels_in,), ["c"])
+    channel = index_add(c_b, index_mul(c_b, g, channels_in), c)
+
+    def tap(x_b: BodyBuilder, i: Index, j: Index, at: list[Index], src: list[Index]):
+        # The weight load is invariant in the plane loops (hoisted by LICM).
+        product = binary(
+            x_b,
+            arith.MulfOp,
+            load(x_b, data, [n, channel, *src]),
+            load(x_b, weight, [o, c, i, j]),
+        )
+        accumulate(x_b, arith.AddfOp, out, at, product)
+
+    sweep_taps(c_b, rows, cols, [n, o], tap)
+
+
+def lower_max_pool2d(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.max_pool2d` to planes started at -inf and maxed tap by tap."""
+    assert isinstance(op, relay.MaxPool2dOp)
+    (data,), (out,) = operands, results
+    rows, cols = _windows(op, data, out, op.attrs()["pool_size"])
+    n_batch, channels = shape_of(out)[:2]
+    low = b.constant(-pymath.inf, element_type_of(out))
+    plane_b, plane = nest(b, (n_batch, channels), ["n", "c"])
+    fill_b, (oy, ox) = nest(plane_b, (rows.outputs, cols.outputs), ["oy", "ox"])
+    store(fill_b, low, out, [*plane, oy, ox])
+
+    def tap(x_b: BodyBuilder, i: Index, j: Index, at: list[Index], src: list[Index]):
+        accumulate(x_b, arith.MaximumfOp, out, at, load(x_b, data, [*plane, *src]))
+
+    sweep_taps(plane_b, rows, cols, plane, tap)
+
+
+def lower_avg_pool2d(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.avg_pool2d` to planes summed tap by tap, then divided by
+    each window's count (padding counted if `count_include_pad`)."""
+    assert isinstance(op, relay.AvgPool2dOp)
+    (data,), (out,) = operands, results
+    attrs = op.attrs()
+    include_pad = bool(attrs["count_include_pad"])
+    rows, cols = _windows(op, data, out, attrs["pool_size"])
+    n_batch, channels = shape_of(out)[:2]
+    typ = element_type_of(out)
+    plane_b, plane = nest(b, (n_batch, channels), ["n", "c"])
+    fill_b, (oy, ox) = nest(plane_b, (rows.outputs, cols.outputs), ["oy", "ox"])
+    store(fill_b, b.constant(0.0, typ), out, [*plane, oy, ox])
+
+    def tap(x_b: BodyBuilder, i: Index, j: Index, at: list[Index], src: list[Index]):
+        accumulate(x_b, arith.AddfOp, out, at, load(x_b, data, [*plane, *src]))
+
+    sweep_taps(plane_b, rows, cols, plane, tap)
+
+    y_b, oy = for_range(plane_b, 0, rows.outputs, "oy")
+    count_y = rows.count_of(y_b, oy, include_pad)
+    x_b, ox = for_range(y_b, 0, cols.outputs, "ox")
+    count_x = cols.count_of(x_b, ox, include_pad)
+    count = index_max(x_b, 1, _index_product(x_b, count_y, count_x))
+    if isinstance(count, int):
+        divisor = x_b.constant(float(count), typ)
+    else:
+        wide = x_b.scalar(arith.IndexCastOp, count, result_type=i64)
+        divisor = x_b.scalar(arith.SIToFPOp, wide, result_type=typ)
+    accumulate(x_b, arith.DivfOp, out, [*plane, oy, ox], divisor)
+
+
+def _index_product(b: BodyBuilder, x: Index, y: Index) -> Index:
+    if isinstance(y, int):
+        return index_mul(b, x, y)
+    if isinstance(x, int):
+        return index_mul(b, y, x)
+    return b.scalar(arith.MuliOp, x, y)
+
+
+# --- Reductions ------------------------------------------------------------------
+
+
+def reduce_into(
+    b: BodyBuilder,
+    data: SSAValue,
+    out: SSAValue,
+    axes: Sequence[int],
+    keepdims: bool,
+    combine: type[Operation],
+    identity: float,
+) -> None:
+    """`out = identity`, then `out[kept] = combine(out[kept], data[all])` over
+    `data` in row-major order: its innermost loop is contiguous, and carries no
+    reduction unless the last axis is reduced (then sums use `sum_along`;
+    compilers vectorise max reductions as they are)."""
+    reduced = set(axes)
+    shape = shape_of(data)
+    fill(b, out, b.constant(identity, element_type_of(out)))
+
+    def out_at(ivs: Sequence[Index]) -> list[Index]:
+        if keepdims:
+            return [0 if d in reduced else iv for d, iv in enumerate(ivs)]
+        return [iv for d, iv in enumerate(ivs) if d not in reduced]
+
+    if combine is arith.AddfOp and len(shape) - 1 in reduced:
+        # A sum along the contiguous last axis: partial sums, as a dot product.
+        row_b, rows = nest(b, shape[:-1])
+
+        def element(inner: BodyBuilder, k: Index) -> SSAValue:
+            return load(inner, data, [*rows, k])
+
+        sum_along(row_b, shape[-1], element, out, out_at([*rows, 0]))
+        return
+    inner, ivs = nest(b, shape)
+    accumulate(inner, combine, out, out_at(ivs), load(inner, data, ivs))
+
+
+def divide_all(b: BodyBuilder, target: SSAValue, count: int) -> None:
+    """`target /= count`, elementwise."""
+    divisor = b.constant(float(count), element_type_of(target))
+    inner, ivs = nest(b, shape_of(target))
+    accumulate(inner, arith.DivfOp, target, ivs, divisor)
+
+
+def lower_reduce(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.sum`, `relay.mean` and `relay.max` over their axes into the output."""
+    assert isinstance(op, relay.ReduceOp)
+    (data,), (out,) = operands, results
+    axes = op.reduced_axes()
+    keepdims = bool(op.attrs()["keepdims"])
+    if isinstance(op, relay.MaxOp):
+        reduce_into(b, data, out, axes, keepdims, arith.MaximumfOp, -pymath.inf)
+        return
+    reduce_into(b, data, out, axes, keepdims, arith.AddfOp, 0.0)
+    if isinstance(op, relay.MeanOp):
+        shape = shape_of(data)
+        divide_all(b, out, pymath.prod(shape[d] for d in axes))
+
+
+def lower_global_avg_pool2d(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.global_avg_pool2d` as a mean over H and W."""
+    assert isinstance(op, relay.GlobalAvgPool2dOp)
+    (data,), (out,) = operands, results
+    reduce_into(b, data, out, (2, 3), True, arith.AddfOp, 0.0)
+    divide_all(b, out, pymath.prod(shape_of(data)[2:]))
+
+
+# --- Softmax and layer_norm: statistics along one axis -----------------------------
+
+
+def _along_axis(
+    op: Operation, data: SSAValue
+) -> tuple[int, tuple[int, ...], int, tuple[int, ...]]:
+    """`(axis, outer shape, axis size, inner shape)` of an op with an `axis`."""
+    shape = shape_of(data)
+    axis = relay.normalize_axis(op.attrs()["axis"], len(shape), op.name)
+    return axis, shape[:axis], shape[axis], shape[axis + 1 :]
+
+
+def lower_softmax(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.softmax` and `log_softmax` along any axis: the maximum,
+    then the sum of `exp(x - max)`, then the normalisation (no overflow)."""
+    assert isinstance(op, relay.SoftmaxOp | relay.LogSoftmaxOp)
+    (data,), (out,) = operands, results
+    log = isinstance(op, relay.LogSoftmaxOp)
+    _, outer, size, inner = _along_axis(op, data)
+    typ = element_type_of(out)
+    # Statistics for one outer index, laid out like the dims after the axis, so
+    # every loop below walks memory contiguously.
+    peak, total = scratch(b, inner, typ, "max"), scratch(b, inner, typ, "sum")
+    o_b, o = nest(b, outer)
+
+    init_b, s = nest(o_b, inner, "j")
+    store(init_b, o_b.constant(-pymath.inf, typ), peak, s)
+    store(init_b, o_b.constant(0.0, typ), total, s)
+
+    max_b, (a, *s) = nest(o_b, (size, *inner), "j")
+    accumulate(max_b, arith.MaximumfOp, peak, s, load(max_b, data, [*o, a, *s]))
+
+    exp_b, (a, *s) = nest(o_b, (size, *inner), "j")
+    shifted = binary(
+        exp_b, arith.SubfOp, load(exp_b, data, [*o, a, *s]), load(exp_b, peak, s)
+    )
+    exp = exp_b.scalar(math.ExpOp, shifted)
+    store(exp_b, shifted if log else exp, out, [*o, a, *s])
+    accumulate(exp_b, arith.AddfOp, total, s, exp)
+
+    if log:
+        log_b, s = nest(o_b, inner, "j")
+        store(log_b, log_b.scalar(math.LogOp, load(log_b, total, s)), total, s)
+    norm_b, (a, *s) = nest(o_b, (size, *inner), "j")
+    accumulate(
+        norm_b,
+        arith.SubfOp if log else arith.DivfOp,
+        out,
+        [*o, a, *s],
+        load(norm_b, total, s),
+    )
+    release(b, peak)
+    release(b, total)
+
+
+def lower_layer_norm(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.layer_norm`: the mean, then the (population) variance
+    along `axis`, then the normalisation with gamma and beta along `axis`."""
+    assert isinstance(op, relay.LayerNormOp)
+    (data, gamma, beta), (out,) = operands, results
+    _, outer, size, inner = _along_axis(op, data)
+    typ = element_type_of(out)
+    count = b.constant(float(size), typ)
+    epsilon = b.constant(op.attrs()["epsilon"], typ)
+    mean, std = scratch(b, inner, typ, "mean"), scratch(b, inner, typ, "std")
+    o_b, o = nest(b, outer)
+
+    init_b, s = nest(o_b, inner, "j")
+    zero = o_b.constant(0.0, typ)
+    store(init_b, zero, mean, s)
+    store(init_b, zero, std, s)
+
+    sum_b, (a, *s) = nest(o_b, (size, *inner), "j")
+    accumulate(sum_b, arith.AddfOp, mean, s, load(sum_b, data, [*o, a, *s]))
+    div_b, s = nest(o_b, inner, "j")
+    accumulate(div_b, arith.DivfOp, mean, s, count)
+
+    var_b, (a, *s) = nest(o_b, (size, *inner), "j")
+    deviation = binary(
+        var_b, arith.SubfOp, load(var_b, data, [*o, a, *s]), load(var_b, mean, s)
+    )
+    accumulate(
+        var_b, arith.AddfOp, std, s, binary(var_b, arith.MulfOp, deviation, deviation)
+    )
+    std_b, s = nest(o_b, inner, "j")
+    variance = binary(std_b, arith.DivfOp, load(std_b, std, s), count)
+    variance = binary(std_b, arith.AddfOp, variance, epsilon)
+    store(std_b, std_b.scalar(math.SqrtOp, variance), std, s)
+
+    norm_b, (a, *s) = nest(o_b, (size, *inner), "j")
+    y = _normalise(
+        norm_b,
+        op,
+        load(norm_b, data, [*o, a, *s]),
+        load(norm_b, mean, s),
+        load(norm_b, std, s),
+        lambda: load(norm_b, gamma, [a]),
+        lambda: load(norm_b, beta, [a]),
+    )
+    store(norm_b, y, out, [*o, a, *s])
+    release(b, mean)
+    release(b, std)
+
+
+NN_LOWERINGS: dict[type[Operation], OpLowering] = {
+    relay.BiasAddOp: lower_bias_add,
+    relay.DenseOp: lower_dense,
+    relay.MatmulOp: lower_matmul,
+    relay.BatchMatmulOp: lower_batch_matmul,
+    relay.Conv2dOp: lower_conv2d,
+    relay.MaxPool2dOp: lower_max_pool2d,
+    relay.AvgPool2dOp: lower_avg_pool2d,
+    relay.GlobalAvgPool2dOp: lower_global_avg_pool2d,
+    relay.SoftmaxOp: lower_softmax,
+    relay.LogSoftmaxOp: lower_softmax,
+    relay.BatchNormOp: lower_batch_norm,
+    relay.LayerNormOp: lower_layer_norm,
+    relay.SumOp: lower_reduce,
+    relay.MeanOp: lower_reduce,
+    relay.MaxOp: lower_reduce,
+}
+"""Compute relay op class -> its lowering, for `LOWERINGS`."""

@@ -1,0 +1,287 @@
+// RUN: byoc-opt %s -p convert-relay-to-loops | filecheck %s
+
+// dense: one dot product per output, both operands read along contiguous k;
+// a long k is split into 16 interleaved partial sums (an alloca at the entry),
+// the 8 left over go to lanes 0..7, and the lanes are added into the output.
+func.func @dense(%x: tensor<2x40xf32>, %w: tensor<3x40xf32>) -> tensor<2x3xf32> {
+  %0 = relay.nn.dense %x, %w : (tensor<2x40xf32>, tensor<3x40xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// CHECK-LABEL:  func.func @dense(%x: memref<2x40xf32>, %w: memref<3x40xf32>, %out0: memref<2x3xf32>) -> i32 {
+// CHECK-NEXT:     %partial = memref.alloca() : memref<16xf32>
+// CHECK:          scf.for %m0 = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       scf.for %n = %c0 to %c3 step %c1 {
+// CHECK-NEXT:         memref.store %cst, %out0[%m0, %n] : memref<2x3xf32>
+// CHECK-NEXT:         scf.for %lane = %c0 to %c16 step %c1 {
+// CHECK-NEXT:           memref.store %cst, %partial[%lane] : memref<16xf32>
+// CHECK-NEXT:         }
+// CHECK-NEXT:         scf.for %kc = %c0 to %c2 step %c1 {
+// CHECK-NEXT:           scf.for %[[LANE:.*]] = %c0 to %c16 step %c1 {
+// CHECK-NEXT:             %[[KC:.*]] = arith.muli %kc, %c16 : index
+// CHECK-NEXT:             %[[K:.*]] = arith.addi %[[KC]], %[[LANE]] : index
+// CHECK-NEXT:             %[[A:.*]] = memref.load %x[%m0, %[[K]]] : memref<2x40xf32>
+// CHECK-NEXT:             %[[B:.*]] = memref.load %w[%n, %[[K]]] : memref<3x40xf32>
+// CHECK-NEXT:             %[[P:.*]] = arith.mulf %[[A]], %[[B]] : f32
+// CHECK-NEXT:             %[[S:.*]] = memref.load %partial[%[[LANE]]] : memref<16xf32>
+// CHECK-NEXT:             %[[T:.*]] = arith.addf %[[S]], %[[P]] : f32
+// CHECK-NEXT:             memref.store %[[T]], %partial[%[[LANE]]] : memref<16xf32>
+// CHECK-NEXT:           }
+// CHECK-NEXT:         }
+// CHECK-NEXT:         scf.for %k = %c32 to %c40 step %c1 {
+// CHECK-NEXT:           %[[LANE:.*]] = arith.addi %k, %cm32 : index
+// CHECK:                memref.store %{{.*}}, %partial[%[[LANE]]] : memref<16xf32>
+// CHECK-NEXT:         }
+// CHECK-NEXT:         scf.for %[[LANE:.*]] = %c0 to %c16 step %c1 {
+// CHECK-NEXT:           %[[S:.*]] = memref.load %partial[%[[LANE]]] : memref<16xf32>
+// CHECK-NEXT:           %[[O:.*]] = memref.load %out0[%m0, %n] : memref<2x3xf32>
+// CHECK-NEXT:           %[[T:.*]] = arith.addf %[[O]], %[[S]] : f32
+// CHECK-NEXT:           memref.store %[[T]], %out0[%m0, %n] : memref<2x3xf32>
+// CHECK-NEXT:         }
+// CHECK-NEXT:       }
+// CHECK-NEXT:     }
+// CHECK-NEXT:     func.return %c0_i32 : i32
+
+// A short dot product is one running sum, straight in the output.
+func.func @dense_short(%x: tensor<4xf32>, %w: tensor<3x4xf32>) -> tensor<3xf32> {
+  %0 = relay.nn.dense %x, %w : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<3xf32>
+  func.return %0 : tensor<3xf32>
+}
+
+// CHECK-LABEL:  func.func @dense_short(%x: memref<4xf32>, %w: memref<3x4xf32>, %out0: memref<3xf32>) -> i32 {
+// CHECK-NOT:      memref.alloca
+// CHECK:          scf.for %n = %c0 to %c3 step %c1 {
+// CHECK-NEXT:       memref.store %cst, %out0[%n] : memref<3xf32>
+// CHECK-NEXT:       scf.for %k = %c0 to %c4 step %c1 {
+// CHECK-NEXT:         %[[A:.*]] = memref.load %x[%k] : memref<4xf32>
+// CHECK-NEXT:         %[[B:.*]] = memref.load %w[%n, %k] : memref<3x4xf32>
+// CHECK-NEXT:         %[[P:.*]] = arith.mulf %[[A]], %[[B]] : f32
+// CHECK-NEXT:         %[[O:.*]] = memref.load %out0[%n] : memref<3xf32>
+// CHECK-NEXT:         %[[T:.*]] = arith.addf %[[O]], %[[P]] : f32
+// CHECK-NEXT:         memref.store %[[T]], %out0[%n] : memref<3xf32>
+// CHECK-NEXT:       }
+// CHECK-NEXT:     }
+
+// matmul with b[k, n]: k outside n, so the innermost loop adds a[m, k] * b[k, :]
+// to the output row, unit-stride and without a loop-carried sum.
+func.func @matmul(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>) -> tensor<2x3xf32> {
+  %0 = relay.nn.matmul %a, %b : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// CHECK-LABEL:  func.func @matmul(%a: memref<2x4xf32>, %b: memref<4x3xf32>, %out0: memref<2x3xf32>) -> i32 {
+// CHECK:          scf.for %m0 = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       scf.for %n = %c0 to %c3 step %c1 {
+// CHECK-NEXT:         memref.store %cst, %out0[%m0, %n] : memref<2x3xf32>
+// CHECK-NEXT:       }
+// CHECK-NEXT:       scf.for %k = %c0 to %c4 step %c1 {
+// CHECK-NEXT:         %[[A:.*]] = memref.load %a[%m0, %k] : memref<2x4xf32>
+// CHECK-NEXT:         scf.for %[[N:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:           %[[B:.*]] = memref.load %b[%k, %[[N]]] : memref<4x3xf32>
+// CHECK-NEXT:           %[[P:.*]] = arith.mulf %[[A]], %[[B]] : f32
+// CHECK-NEXT:           %[[O:.*]] = memref.load %out0[%m0, %[[N]]] : memref<2x3xf32>
+// CHECK-NEXT:           %[[T:.*]] = arith.addf %[[O]], %[[P]] : f32
+// CHECK-NEXT:           memref.store %[[T]], %out0[%m0, %[[N]]] : memref<2x3xf32>
+
+// conv2d without padding: each output plane is zeroed, then every (channel,
+// tap) adds its weight times a shifted input plane; size-1 dims get no loop.
+func.func @conv2d(%x: tensor<1x2x5x5xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32> {
+  %0 = relay.nn.conv2d %x, %w : (tensor<1x2x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
+  func.return %0 : tensor<1x4x3x3xf32>
+}
+
+// CHECK-LABEL:  func.func @conv2d(%x: memref<1x2x5x5xf32>, %w: memref<4x2x3x3xf32>, %out0: memref<1x4x3x3xf32>) -> i32 {
+// CHECK:          scf.for %o = %c0 to %c4 step %c1 {
+// CHECK-NEXT:       scf.for %oy = %c0 to %c3 step %c1 {
+// CHECK-NEXT:         scf.for %ox = %c0 to %c3 step %c1 {
+// CHECK-NEXT:           memref.store %cst, %out0[%c0, %o, %oy, %ox] : memref<1x4x3x3xf32>
+// CHECK-NEXT:         }
+// CHECK-NEXT:       }
+// CHECK-NEXT:       scf.for %c = %c0 to %c2 step %c1 {
+// CHECK-NEXT:         scf.for %ki = %c0 to %c3 step %c1 {
+// CHECK-NEXT:           scf.for %kj = %c0 to %c3 step %c1 {
+// CHECK-NEXT:             scf.for %[[OY:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:               %[[IY:.*]] = arith.addi %[[OY]], %ki : index
+// CHECK-NEXT:               scf.for %[[OX:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:                 %[[IX:.*]] = arith.addi %[[OX]], %kj : index
+// CHECK-NEXT:                 %[[X:.*]] = memref.load %x[%c0, %c, %[[IY]], %[[IX]]] : memref<1x2x5x5xf32>
+// CHECK-NEXT:                 %[[W:.*]] = memref.load %w[%o, %c, %ki, %kj] : memref<4x2x3x3xf32>
+// CHECK-NEXT:                 %[[P:.*]] = arith.mulf %[[X]], %[[W]] : f32
+// CHECK-NEXT:                 %[[O:.*]] = memref.load %out0[%c0, %o, %[[OY]], %[[OX]]] : memref<1x4x3x3xf32>
+// CHECK-NEXT:                 %[[T:.*]] = arith.addf %[[O]], %[[P]] : f32
+// CHECK-NEXT:                 memref.store %[[T]], %out0[%c0, %o, %[[OY]], %[[OX]]] : memref<1x4x3x3xf32>
+
+// Depthwise, strided, padded: no branch; each tap clamps its output range to
+// the outputs whose input is inside the image,
+// [max(0, ceil((pad - tap) / 2)), min(3, ceil((5 + pad - tap) / 2))).
+func.func @conv2d_depthwise_padded(%x: tensor<1x4x5x5xf32>, %w: tensor<4x1x3x3xf32>) -> tensor<1x4x3x3xf32> {
+  %0 = relay.nn.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1>, groups = 4} : (tensor<1x4x5x5xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x3x3xf32>
+  func.return %0 : tensor<1x4x3x3xf32>
+}
+
+// CHECK-LABEL:  func.func @conv2d_depthwise_padded(
+// CHECK:          scf.for %g = %c0 to %c4 step %c1 {
+// CHECK:            scf.for %ki = %c0 to %c3 step %c1 {
+// CHECK-NEXT:         %[[MINUS:.*]] = arith.muli %ki, %cm1 : index
+// CHECK-NEXT:         %[[NUM:.*]] = arith.addi %[[MINUS]], %c2 : index
+// CHECK-NEXT:         %[[DIV:.*]] = arith.divsi %[[NUM]], %c2 : index
+// CHECK-NEXT:         %[[CMP:.*]] = arith.cmpi sgt, %c0, %[[DIV]] : index
+// CHECK-NEXT:         %[[LO:.*]] = arith.select %[[CMP]], %c0, %[[DIV]] : index
+// CHECK-NEXT:         %[[NUM:.*]] = arith.addi %[[MINUS]], %c7 : index
+// CHECK-NEXT:         %[[DIV:.*]] = arith.divsi %[[NUM]], %c2 : index
+// CHECK-NEXT:         %[[CMP:.*]] = arith.cmpi slt, %c3, %[[DIV]] : index
+// CHECK-NEXT:         %[[HI:.*]] = arith.select %[[CMP]], %c3, %[[DIV]] : index
+// CHECK-NEXT:         %[[START:.*]] = arith.addi %ki, %cm1 : index
+// CHECK-NEXT:         scf.for %kj = %c0 to %c3 step %c1 {
+// CHECK:                scf.for %[[OY:.*]] = %[[LO]] to %[[HI]] step %c1 {
+// CHECK-NEXT:             %[[Y:.*]] = arith.muli %[[OY]], %c2 : index
+// CHECK-NEXT:             %[[IY:.*]] = arith.addi %[[Y]], %[[START]] : index
+// CHECK-NEXT:             scf.for %[[OX:.*]] = %{{.*}} to %{{.*}} step %c1 {
+// CHECK-NOT:                scf.if
+// CHECK:                    memref.load %x[%c0, %g, %[[IY]], %{{.*}}] : memref<1x4x5x5xf32>
+// CHECK-NEXT:               memref.load %w[%g, %c0, %ki, %kj] : memref<4x1x3x3xf32>
+
+// softmax along the last axis: the maximum, then exp(x - max) into the output
+// and its sum, then the division; the statistics are scalars (allocas).
+func.func @softmax(%x: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %0 = relay.nn.softmax %x : (tensor<2x5xf32>) -> tensor<2x5xf32>
+  func.return %0 : tensor<2x5xf32>
+}
+
+// CHECK-LABEL:  func.func @softmax(%x: memref<2x5xf32>, %out0: memref<2x5xf32>) -> i32 {
+// CHECK-DAG:      %[[NEG_INF:.*]] = arith.constant 0xff800000 : f32
+// CHECK-DAG:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:          %max = memref.alloca() : memref<f32>
+// CHECK-NEXT:     %sum = memref.alloca() : memref<f32>
+// CHECK-NEXT:     scf.for %i0 = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       memref.store %[[NEG_INF]], %max[] : memref<f32>
+// CHECK-NEXT:       memref.store %[[ZERO]], %sum[] : memref<f32>
+// CHECK-NEXT:       scf.for %[[J:.*]] = %c0 to %c5 step %c1 {
+// CHECK-NEXT:         %[[X:.*]] = memref.load %x[%i0, %[[J]]] : memref<2x5xf32>
+// CHECK-NEXT:         %[[M:.*]] = memref.load %max[] : memref<f32>
+// CHECK-NEXT:         %[[NEW:.*]] = arith.maximumf %[[M]], %[[X]] : f32
+// CHECK-NEXT:         memref.store %[[NEW]], %max[] : memref<f32>
+// CHECK-NEXT:       }
+// CHECK-NEXT:       scf.for %[[J:.*]] = %c0 to %c5 step %c1 {
+// CHECK-NEXT:         %[[X:.*]] = memref.load %x[%i0, %[[J]]] : memref<2x5xf32>
+// CHECK-NEXT:         %[[M:.*]] = memref.load %max[] : memref<f32>
+// CHECK-NEXT:         %[[D:.*]] = arith.subf %[[X]], %[[M]] : f32
+// CHECK-NEXT:         %[[E:.*]] = math.exp %[[D]] : f32
+// CHECK-NEXT:         memref.store %[[E]], %out0[%i0, %[[J]]] : memref<2x5xf32>
+// CHECK-NEXT:         %[[S:.*]] = memref.load %sum[] : memref<f32>
+// CHECK-NEXT:         %[[T:.*]] = arith.addf %[[S]], %[[E]] : f32
+// CHECK-NEXT:         memref.store %[[T]], %sum[] : memref<f32>
+// CHECK-NEXT:       }
+// CHECK-NEXT:       scf.for %[[J:.*]] = %c0 to %c5 step %c1 {
+// CHECK-NEXT:         %[[S:.*]] = memref.load %sum[] : memref<f32>
+// CHECK-NEXT:         %[[E:.*]] = memref.load %out0[%i0, %[[J]]] : memref<2x5xf32>
+// CHECK-NEXT:         %[[R:.*]] = arith.divf %[[E]], %[[S]] : f32
+// CHECK-NEXT:         memref.store %[[R]], %out0[%i0, %[[J]]] : memref<2x5xf32>
+// CHECK-NEXT:       }
+// CHECK-NEXT:     }
+// CHECK-NEXT:     func.return
+
+// Along an inner axis the statistics are rows on the heap, so every loop is
+// contiguous; they are freed at the end.
+func.func @log_softmax_axis0(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %0 = relay.nn.log_softmax %x {axis = 0} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  func.return %0 : tensor<3x4xf32>
+}
+
+// CHECK-LABEL:  func.func @log_softmax_axis0(%x: memref<3x4xf32>, %out0: memref<3x4xf32>) -> i32 {
+// CHECK:          %max = memref.alloc() : memref<4xf32>
+// CHECK-NEXT:     %sum = memref.alloc() : memref<4xf32>
+// CHECK:            memref.load %x[%{{.*}}, %[[J:.*]]] : memref<3x4xf32>
+// CHECK-NEXT:       memref.load %max[%[[J]]] : memref<4xf32>
+// CHECK-NEXT:       arith.maximumf
+// CHECK:          math.log
+// CHECK:          arith.subf
+// CHECK:          memref.dealloc %max : memref<4xf32>
+// CHECK-NEXT:     memref.dealloc %sum : memref<4xf32>
+// CHECK-NEXT:     func.return
+
+// sum over a middle axis: the output is zeroed, then the input is walked in
+// order, adding into the output at its kept indices (keepdims: index 0).
+func.func @sum_keepdims(%x: tensor<2x3x4xf32>) -> tensor<2x1x4xf32> {
+  %0 = relay.sum %x {axis = array<i64: 1>, keepdims = true} : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
+  func.return %0 : tensor<2x1x4xf32>
+}
+
+// CHECK-LABEL:  func.func @sum_keepdims(%x: memref<2x3x4xf32>, %out0: memref<2x1x4xf32>) -> i32 {
+// CHECK:          scf.for %i0 = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       scf.for %i2 = %c0 to %c4 step %c1 {
+// CHECK-NEXT:         memref.store %cst, %out0[%i0, %c0, %i2] : memref<2x1x4xf32>
+// CHECK-NEXT:       }
+// CHECK-NEXT:     }
+// CHECK-NEXT:     scf.for %[[I:.*]] = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       scf.for %[[J:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:         scf.for %[[K:.*]] = %c0 to %c4 step %c1 {
+// CHECK-NEXT:           %[[X:.*]] = memref.load %x[%[[I]], %[[J]], %[[K]]] : memref<2x3x4xf32>
+// CHECK-NEXT:           %[[O:.*]] = memref.load %out0[%[[I]], %c0, %[[K]]] : memref<2x1x4xf32>
+// CHECK-NEXT:           %[[T:.*]] = arith.addf %[[O]], %[[X]] : f32
+// CHECK-NEXT:           memref.store %[[T]], %out0[%[[I]], %c0, %[[K]]] : memref<2x1x4xf32>
+
+// mean of everything: a rank-0 output, summed then divided by the count.
+func.func @mean_all(%x: tensor<2x3xf32>) -> tensor<f32> {
+  %0 = relay.mean %x : (tensor<2x3xf32>) -> tensor<f32>
+  func.return %0 : tensor<f32>
+}
+
+// CHECK-LABEL:  func.func @mean_all(%x: memref<2x3xf32>, %out0: memref<f32>) -> i32 {
+// CHECK:          %[[COUNT:.*]] = arith.constant 6.000000e+00 : f32
+// CHECK:          memref.store %cst, %out0[] : memref<f32>
+// CHECK-NEXT:     scf.for %[[I:.*]] = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       scf.for %[[K:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:         %[[X:.*]] = memref.load %x[%[[I]], %[[K]]] : memref<2x3xf32>
+// CHECK-NEXT:         %[[O:.*]] = memref.load %out0[] : memref<f32>
+// CHECK-NEXT:         %[[T:.*]] = arith.addf %[[O]], %[[X]] : f32
+// CHECK-NEXT:         memref.store %[[T]], %out0[] : memref<f32>
+// CHECK-NEXT:       }
+// CHECK-NEXT:     }
+// CHECK-NEXT:     %[[S:.*]] = memref.load %out0[] : memref<f32>
+// CHECK-NEXT:     %[[M:.*]] = arith.divf %[[S]], %[[COUNT]] : f32
+// CHECK-NEXT:     memref.store %[[M]], %out0[] : memref<f32>
+// CHECK-NEXT:     func.return
+
+// max along the last axis starts from -inf (NaN-propagating maximumf).
+func.func @max_last(%x: tensor<2x3xf32>) -> tensor<2xf32> {
+  %0 = relay.max %x {axis = array<i64: -1>} : (tensor<2x3xf32>) -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}
+
+// CHECK-LABEL:  func.func @max_last(%x: memref<2x3xf32>, %out0: memref<2xf32>) -> i32 {
+// CHECK:          %[[NEG_INF:.*]] = arith.constant 0xff800000 : f32
+// CHECK:            memref.store %[[NEG_INF]], %out0[%{{.*}}] : memref<2xf32>
+// CHECK:              %[[X:.*]] = memref.load %x[%[[I:.*]], %{{.*}}] : memref<2x3xf32>
+// CHECK-NEXT:         %[[O:.*]] = memref.load %out0[%[[I]]] : memref<2xf32>
+// CHECK-NEXT:         %[[T:.*]] = arith.maximumf %[[O]], %[[X]] : f32
+// CHECK-NEXT:         memref.store %[[T]], %out0[%[[I]]] : memref<2xf32>
+
+// Many rows and a short k: dense's weight is copied transposed once (8x8 tiles,
+// then the columns and rows left over), so the output rows accumulate along n.
+func.func @dense_many_rows(%x: tensor<64x21xf32>, %w: tensor<13x21xf32>) -> tensor<64x13xf32> {
+  %0 = relay.nn.dense %x, %w : (tensor<64x21xf32>, tensor<13x21xf32>) -> tensor<64x13xf32>
+  func.return %0 : tensor<64x13xf32>
+}
+
+// CHECK-LABEL:  func.func @dense_many_rows(
+// CHECK:          %transposed = memref.alloc() : memref<21x13xf32>
+// CHECK-NEXT:     scf.for %ct = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       scf.for %r = %c0 to %c8 step %c1 {
+// CHECK-NEXT:         scf.for %c = %c0 to %c8 step %c1 {
+// CHECK-NEXT:           %[[C0:.*]] = arith.muli %ct, %c8 : index
+// CHECK-NEXT:           %[[C:.*]] = arith.addi %[[C0]], %c : index
+// CHECK-NEXT:           %[[W:.*]] = memref.load %w[%r, %[[C]]] : memref<13x21xf32>
+// CHECK-NEXT:           memref.store %[[W]], %transposed[%[[C]], %r] : memref<21x13xf32>
+// CHECK:          scf.for %[[R:.*]] = %c0 to %c8 step %c1 {
+// CHECK-NEXT:       scf.for %[[C:.*]] = %c16 to %c21 step %c1 {
+// CHECK:          scf.for %[[R:.*]] = %c8 to %c13 step %c1 {
+// CHECK-NEXT:       scf.for %[[C:.*]] = %c0 to %c21 step %c1 {
+// CHECK:          scf.for %m0 = %c0 to %c64 step %c1 {
+// CHECK:            scf.for %k = %c0 to %c21 step %c1 {
+// CHECK-NEXT:         %[[A:.*]] = memref.load %x[%m0, %k] : memref<64x21xf32>
+// CHECK-NEXT:         scf.for %[[N:.*]] = %c0 to %c13 step %c1 {
+// CHECK-NEXT:           %[[B:.*]] = memref.load %transposed[%k, %[[N]]] : memref<21x13xf32>
+// CHECK-NEXT:           %[[P:.*]] = arith.mulf %[[A]], %[[B]] : f32
+// CHECK:          memref.dealloc %transposed : memref<21x13xf32>
+// CHECK-NEXT:     func.return
