@@ -85,7 +85,22 @@ def translate_to_llvm_ir(module: ModuleOp) -> str:
     the alignment of globals.
     """
     with garbage_collector_paused():
-        llvm_module = convert_module(module, fallback_target_triple=None)
+        # convert_module would build one llvmlite constant per element of a
+        # weight (seconds for 25 MB) only for them to be replaced by bytes:
+        # hide the values while converting, then set the bytes directly.
+        values: dict[str, DenseIntOrFPElementsAttr] = {}
+        for op in module.ops:
+            if isinstance(op, llvm_dialect.GlobalOp) and isinstance(
+                op.value, DenseIntOrFPElementsAttr
+            ):
+                values[op.sym_name.data] = op.value
+                del op.properties["value"]
+        try:
+            llvm_module = convert_module(module, fallback_target_triple=None)
+        finally:
+            for op in module.ops:
+                if isinstance(op, llvm_dialect.GlobalOp) and op.sym_name.data in values:
+                    op.properties["value"] = values[op.sym_name.data]
         for op in module.ops:
             if isinstance(op, llvm_dialect.FuncOp) and op.body.blocks:
                 linkage = op.linkage.linkage.data
@@ -142,7 +157,7 @@ class JitModule:
         module = _parse(llvm_ir)
         target_machine = host_target_machine(jit=True)
         optimise(module, target_machine)
-        self._llvm_ir = str(module)
+        self._module = module  # printed only on demand: weights make it large
         self._defined = {f.name for f in module.functions if not f.is_declaration}
         # The engine owns `module` and `target_machine` from here on.
         self._engine = llvm.create_mcjit_compiler(module, target_machine)
@@ -175,7 +190,7 @@ class JitModule:
     @property
     def llvm_ir(self) -> str:
         """The optimised LLVM IR, as JIT-compiled (for debugging)."""
-        return self._llvm_ir
+        return str(self._module)
 
     def address(self, name: str) -> int:
         """Address of the compiled function `name`."""
@@ -193,7 +208,7 @@ class JitModule:
 
     def emit_object(self) -> bytes:
         """A relocatable object file (ELF on Linux) of the same optimised code."""
-        return host_target_machine(jit=False).emit_object(_parse(self._llvm_ir))
+        return host_target_machine(jit=False).emit_object(_parse(self.llvm_ir))
 
 
 def emit_object(module: ModuleOp | str) -> bytes:

@@ -116,7 +116,9 @@ def save(model: CompiledModule, path: str | PathLike[str]) -> None:
         with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
             zf.writestr("manifest.json", json.dumps(manifest, indent=1))
             for name, data in members.items():
-                zf.writestr(name, data)
+                # Code and weights barely compress; deflating them costs seconds.
+                binary = name == "host.o" or name.endswith(".so")
+                zf.writestr(name, data, zipfile.ZIP_STORED if binary else zipfile.ZIP_DEFLATED)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
