@@ -1,27 +1,53 @@
 """ccompiler: the BYOC guide's C backend.
 
-Like TVM's `ccompiler`, it takes the elementwise arithmetic ops (not the
-transcendental ones such as tanh and exp, which stay on the host) and
-generates C for them through the shared loop-level IR and emitc, compiled by
-the system C compiler into a shared object.
+It generates C through the shared loop-level IR and emitc, compiled by the
+system C compiler into a shared object, for every relay op whose C needs no
+libm: elementwise arithmetic, linear algebra, convolution, pooling,
+reductions and data movement. Like TVM's `ccompiler` in the BYOC guide,
+transcendental functions (tanh, exp, erf, ...) and the ops built on them
+(softmax, the norms) stay on the host. The C exit itself handles them all
+(tests/test_lower_nn.py compiles every op through it).
 """
 
 from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
-from byoc.backends.spec import Artifact, Backend, always
-from byoc.dialects import make_context
+from byoc.backends.spec import Artifact, Backend, Composite, always
+from byoc.dialects import make_context, relay
 from byoc.runtime.toolchain import compile_shared
 
-SUPPORTED = (
-    "relay.add",
-    "relay.subtract",
-    "relay.multiply",
-    "relay.divide",
-    "relay.negative",
-    "relay.nn.relu",
+TRANSCENDENTAL = frozenset(
+    {
+        "relay.tanh",
+        "relay.exp",
+        "relay.log",
+        "relay.sqrt",
+        "relay.rsqrt",
+        "relay.erf",
+        "relay.sigmoid",
+        "relay.power",
+        "relay.nn.softmax",
+        "relay.nn.log_softmax",
+        "relay.nn.batch_norm",
+        "relay.nn.layer_norm",
+    }
 )
+"""Ops that stay on the host: their C would call libm."""
+
+SUPPORTED = tuple(
+    sorted(
+        op.name
+        for op in relay.RELAY_OPS
+        if op.name not in TRANSCENDENTAL and op.name != "relay.constant"
+    )
+)
+
+COMPOSITES = (
+    Composite("conv2d_bias_relu", ("relay.nn.conv2d", "relay.nn.bias_add", "relay.nn.relu")),
+    Composite("dense_bias_relu", ("relay.nn.dense", "relay.nn.bias_add", "relay.nn.relu")),
+)
+"""Tagged so the report and the generated functions show the fused units."""
 
 
 def generate_c(functions: ModuleOp) -> str:
@@ -56,4 +82,5 @@ backend = Backend(
     codegen=codegen,
     description="C generated through emitc, compiled by the system C compiler",
     source=generate_c,
+    composites=COMPOSITES,
 )

@@ -46,6 +46,8 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     UnrealizedConversionCastOp,
+    f32,
+    f64,
     i1,
     i64,
 )
@@ -553,37 +555,69 @@ class NegfLowering(RewritePattern):
         rewriter.replace(op, EmitC_UnaryMinusOp(op.operand))
 
 
+_MINMAX_C_TYPES = {"f32": ("float", "f"), "f64": ("double", "")}
+
+
+def minmax_helper(is_max: bool, float_type: Attribute) -> tuple[str, str]:
+    """Name and one-line C definition of a NaN-propagating min/max.
+
+    A NaN operand wins and max(-0, +0) = +0, like LLVM's maximum/minimum. It
+    is a function rather than an expression: GCC 12 at -O3 crashes
+    (internal compiler error in tree-ssa-sccvn) on some chains of the
+    equivalent inline conditional expressions.
+    """
+    c_type, suffix = _MINMAX_C_TYPES[str(float_type)]
+    name = f"byoc_{'max' if is_max else 'min'}imum{suffix}"
+    wins = ">" if is_max else "<"
+    # __builtin_signbit needs no header (GCC and Clang).
+    tie = "__builtin_signbit(a) ? b : a" if is_max else "__builtin_signbit(a) ? a : b"
+    return name, (
+        f"static inline {c_type} {name}({c_type} a, {c_type} b) "
+        f"{{ if (a != a || b != b) return a + b; if (a == b) return {tie}; "
+        f"return a {wins} b ? a : b; }}"
+    )
+
+
 class MinMaxLowering(RewritePattern):
-    """Lowers `arith.maximumf`/`minimumf` to comparisons that propagate NaN."""
+    """Lowers `arith.maximumf`/`minimumf` to calls of NaN-propagating helpers."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(
         self, op: arith.MaximumfOp | arith.MinimumfOp, rewriter: PatternRewriter
     ):
-        # max(a, b) = (a > b || a != a) ? a : (b > a || b != b) ? b : (signbit(a) ? b : a)
-        # so a NaN operand wins and max(-0, +0) = +0; min mirrors it with `<`.
-        a, b = op.lhs, op.rhs
-        is_max = isinstance(op, arith.MaximumfOp)
-        wins = "gt" if is_max else "lt"
-        ops: list[Operation] = []
+        typ = op.result.type
+        if str(typ) not in _MINMAX_C_TYPES:
+            raise _unsupported(op, f"no C min/max helper for {typ}")
+        name, _ = minmax_helper(isinstance(op, arith.MaximumfOp), typ)
+        rewriter.replace(op, EmitC_CallOpaqueOp(name, [op.lhs, op.rhs], [typ]))
 
-        def emit(new: Operation) -> SSAValue:
-            ops.append(new)
-            return new.results[0]
 
-        def beats(x: SSAValue, y: SSAValue) -> SSAValue:
-            return emit(
-                EmitC_LogicalOrOp(
-                    emit(EmitC_CmpOp(wins, x, y)), emit(EmitC_CmpOp("ne", x, x))
-                )
-            )
-
-        a_wins, b_wins = beats(a, b), beats(b, a)
-        negative = emit(EmitC_CallOpaqueOp("signbit", [a], [i1]))
-        tie = emit(EmitC_ConditionalOp(negative, *((b, a) if is_max else (a, b))))
-        otherwise = emit(EmitC_ConditionalOp(b_wins, b, tie))
-        emit(EmitC_ConditionalOp(a_wins, a, otherwise))
-        rewriter.replace(op, ops)
+def add_minmax_helpers(module: ModuleOp) -> None:
+    """Define, at the top of the module, the min/max helpers its code calls."""
+    used = {
+        op.callee.data
+        for op in module.walk()
+        if isinstance(op, EmitC_CallOpaqueOp) and op.callee.data.startswith("byoc_m")
+    }
+    definitions = [
+        text
+        for is_max in (True, False)
+        for typ in (f32, f64)
+        for name, text in [minmax_helper(is_max, typ)]
+        if name in used
+    ]
+    # Before the first function definition, after includes, globals and
+    # declarations.
+    block = module.body.block
+    first = next(
+        (o for o in block.ops if isinstance(o, EmitC_FuncOp) and o.body.blocks), None
+    )
+    for text in definitions:
+        helper = EmitC_VerbatimOp(text)
+        if first is None:
+            block.add_op(helper)
+        else:
+            block.insert_op_before(helper, first)
 
 
 # (eq, ne, lt, le, gt, ge) for the signed and unsigned integer predicates of arith.cmpi
@@ -858,6 +892,7 @@ class ConvertLoopsToEmitCPass(ModulePass):
         PatternRewriteWalker(
             MemRefCastElimination(), apply_recursively=False
         ).rewrite_module(op)
+        add_minmax_helpers(op)
         _check_lowered(op)
         # C needs a prototype before a call; declare every called function up front.
         prototypes = [

@@ -21,6 +21,7 @@ from byoc.dialects.extern import COMPILER_ATTR, CallOp
 from byoc.frontend.diagnostics import ByocError
 from byoc.frontend.parse import parse_file, parse_text, verify_module
 from byoc.passes.annotate import annotate
+from byoc.passes.dead_code import remove_dead_ops
 from byoc.passes.partition import partition
 from byoc.runtime.compiled import CompiledModule, TensorSpec
 from byoc.runtime.reference import numpy_dtype
@@ -137,6 +138,7 @@ def run_codegen(backend: Backend, functions: ModuleOp) -> Artifact:
 
 def partition_for(module: ModuleOp, backends: Sequence[Backend]) -> None:
     """Annotate, merge and outline `module` in place for `backends`."""
+    remove_dead_ops(module)
     if backends:
         annotate(module, backends)
         partition(module)

@@ -1,4 +1,5 @@
 // RUN: byoc-opt %s -p convert-loops-to-emitc | filecheck %s
+// RUN: byoc-opt %s -p convert-loops-to-emitc | filecheck %s --check-prefix=HELPER
 // RUN: byoc-opt %s -p 'convert-loops-to-emitc{symbol_prefix=byoc_1a2b3c4d_}' | filecheck %s --check-prefix=PREFIX
 // RUN: byoc-opt %s -p convert-loops-to-emitc | byoc-opt --print-op-generic | byoc-opt | filecheck %s
 
@@ -102,18 +103,11 @@ func.func @caller(%in: memref<2x2xf32>, %out: memref<f32>) -> i32 {
   func.return %s : i32
 }
 
-// maximumf: a NaN operand wins, then the larger one, then +0 over -0.
+// maximumf: a call of a helper defined once before the first function, in
+// which a NaN operand wins, then the larger one, then +0 over -0.
+// HELPER:        emitc.verbatim "static inline float byoc_maximumf(float a, float b) { if (a != a || b != b) return a + b; if (a == b) return __builtin_signbit(a) ? b : a; return a > b ? a : b; }"
 // CHECK-LABEL: emitc.func @max(%x: f32, %y: f32, %out: !emitc.ptr<f32> {emitc.restrict}) -> i32 {
-// CHECK-NEXT:    %[[XGT:.*]] = emitc.cmp gt, %x, %y : (f32, f32) -> i1
-// CHECK-NEXT:    %[[XNAN:.*]] = emitc.cmp ne, %x, %x : (f32, f32) -> i1
-// CHECK-NEXT:    %[[XWINS:.*]] = emitc.logical_or %[[XGT]], %[[XNAN]] : i1, i1
-// CHECK-NEXT:    %[[YGT:.*]] = emitc.cmp gt, %y, %x : (f32, f32) -> i1
-// CHECK-NEXT:    %[[YNAN:.*]] = emitc.cmp ne, %y, %y : (f32, f32) -> i1
-// CHECK-NEXT:    %[[YWINS:.*]] = emitc.logical_or %[[YGT]], %[[YNAN]] : i1, i1
-// CHECK-NEXT:    %[[NEG:.*]] = emitc.call_opaque "signbit"(%x) : (f32) -> i1
-// CHECK-NEXT:    %[[TIE:.*]] = emitc.conditional %[[NEG]], %y, %x : f32
-// CHECK-NEXT:    %[[ELSE:.*]] = emitc.conditional %[[YWINS]], %y, %[[TIE]] : f32
-// CHECK-NEXT:    %[[M:.*]] = emitc.conditional %[[XWINS]], %x, %[[ELSE]] : f32
+// CHECK-NEXT:    %[[M:.*]] = emitc.call_opaque "byoc_maximumf"(%x, %y) : (f32, f32) -> f32
 // CHECK-NEXT:    %[[Z:.*]] = "emitc.constant"() <{value = 0 : i64}> : () -> i64
 // CHECK-NEXT:    %[[LV:.*]] = emitc.subscript %out[%[[Z]]] : (!emitc.ptr<f32>, i64) -> !emitc.lvalue<f32>
 // CHECK-NEXT:    emitc.assign %[[M]] : f32 to %[[LV]] : !emitc.lvalue<f32>
