@@ -73,8 +73,8 @@ def match_chain(
     """The ops of `pattern` starting at `root`, or None if they do not form it.
 
     Besides the chain value, the ops may only read values defined before the
-    root, so the chain can be one unit without any path leaving and
-    re-entering it.
+    root, or made from nothing (constants), so the chain can be one unit
+    without any path leaving and re-entering it.
     """
     if root.name != pattern.ops[0] or TARGET_ATTR in root.attributes:
         return None
@@ -92,7 +92,11 @@ def match_chain(
             return None
         for operand in user.operands[1:]:
             owner = operand.owner
-            if isinstance(owner, Operation) and position.get(owner, start) >= start:
+            if (
+                isinstance(owner, Operation)
+                and owner.operands
+                and position.get(owner, start) >= start
+            ):
                 return None
         chain.append(user)
     return chain

@@ -45,8 +45,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--check", action="store_true", help="compare with the reference interpreter"
     )
-    p.add_argument("--rtol", type=float, default=1e-5)
-    p.add_argument("--atol", type=float, default=1e-6)
+    p.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of --check")
+    p.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance of --check")
     p.add_argument(
         "--runs", type=int, default=0, help="also time this many runs (median)"
     )
@@ -75,20 +75,60 @@ def load_inputs(path: str | None, model: CompiledModule, seed: int) -> list[np.n
 
 
 def partition_summary(model: CompiledModule) -> str:
-    lines = []
-    for artifact in model.artifacts:
-        lines.append(
-            f"  {artifact.backend}: {len(artifact.symbols)} function(s)"
-        )
-    return "\n".join(lines) if lines else "  host only"
+    """Functions and ops per backend, and the ops left on the host."""
+    from byoc.frontend.parse import parse_text
+    from byoc.passes.annotate import host_functions, is_graph_op
+
+    partitioned = parse_text(model.partitioned_ir, "<partitioned>")
+    counts: dict[str, int] = {}
+    for op in partitioned.walk():
+        if is_graph_op(op):
+            compiler = op.parent_op().attributes.get("extern.compiler")  # type: ignore[union-attr]
+            key = compiler.data if compiler is not None else "host"  # type: ignore[attr-defined]
+            counts[key] = counts.get(key, 0) + 1
+    lines = [
+        f"  {a.backend}: {len(a.symbols)} function(s), {counts.get(a.backend, 0)} op(s)"
+        for a in model.artifacts
+    ]
+    host_ops = sum(1 for f in host_functions(partitioned) for o in f.body.block.ops if is_graph_op(o))
+    lines.append(f"  host: {host_ops} op(s)")
+    return "\n".join(lines)
+
+
+def compare(name: str, results, expected, args: argparse.Namespace, model: CompiledModule) -> bool:
+    """Print whether `results` match `expected` within the tolerances."""
+    worst, ok = 0.0, True
+    for spec, got, want in zip(model.outputs, results, expected, strict=True):
+        want = np.asarray(want, dtype=spec.dtype)
+        close = np.allclose(got, want, rtol=args.rtol, atol=args.atol, equal_nan=True)
+        err = float(np.max(np.abs(got - want))) if got.size else 0.0
+        worst = max(worst, err)
+        if not close:
+            ok = False
+            print(f"MISMATCH with {name}: {spec.name}: max abs error {err:g}", file=sys.stderr)
+    if ok:
+        print(f"check: matches {name} (max abs error {worst:g})")
+    return ok
+
+
+def onnxruntime_results(path: str, inputs: list[np.ndarray]) -> list[np.ndarray] | None:
+    """onnxruntime's outputs for an .onnx model, or None when it is not installed."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    return session.run(None, dict(zip(names, inputs)))
 
 
 def run(args: argparse.Namespace) -> int:
     targets = [t for t in args.annotate.split(",") if t.strip()]
+    print(f"compiling {args.file} for {', '.join(targets) or 'the host only'} ...", flush=True)
     started = time.perf_counter()
     model = compile(args.file, targets=targets)
     compiled_in = time.perf_counter() - started
-    print(f"compiled {args.file} in {compiled_in:.2f} s")
+    print(f"compiled in {compiled_in:.2f} s")
     print(partition_summary(model))
     inputs = load_inputs(args.inputs, model, args.seed)
     outputs = model(*inputs)
@@ -105,20 +145,14 @@ def run(args: argparse.Namespace) -> int:
             times.append(time.perf_counter() - t0)
         print(f"median latency over {args.runs} runs: {np.median(times) * 1e6:.1f} us")
     if args.check:
-        expected = run_reference(load_source(args.file), inputs)
-        worst = 0.0
-        ok = True
-        for spec, got, want in zip(model.outputs, results, expected):
-            want = np.asarray(want, dtype=spec.dtype)
-            close = np.allclose(got, want, rtol=args.rtol, atol=args.atol, equal_nan=True)
-            err = float(np.max(np.abs(got - want))) if got.size else 0.0
-            worst = max(worst, err)
-            if not close:
-                ok = False
-                print(f"MISMATCH {spec.name}: max abs error {err:g}", file=sys.stderr)
+        print("checking against the reference interpreter ...", flush=True)
+        ok = compare("the reference", results, run_reference(load_source(args.file), inputs), args, model)
+        if str(args.file).endswith(".onnx"):
+            expected = onnxruntime_results(str(args.file), inputs)
+            if expected is not None:
+                ok = compare("onnxruntime", results, expected, args, model) and ok
         if not ok:
             return 1
-        print(f"check: matches the reference (max abs error {worst:g})")
     return 0
 
 
