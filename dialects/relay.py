@@ -391,7 +391,6 @@ def reshape_output_shape(
     """
     shape = tuple(data)
     out: list[int] = []
-    used: set[int] = set()  # output positions that are not the -1
     infer_at = -1
     src = 0
     i = 0

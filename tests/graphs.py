@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 
+import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType, f32
+from xdsl.dialects.builtin import (
+    Float32Type,
+    Float64Type,
+    FunctionType,
+    ModuleOp,
+    TensorType,
+    f32,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from byoc.dialects import relay
@@ -62,3 +71,57 @@ def check_dominance(module: ModuleOp) -> None:
 def graph_ops(module: ModuleOp) -> list[Operation]:
     """Every relay op of the module."""
     return [op for op in module.walk() if op.name.startswith("relay.")]
+
+
+TANH_CHAIN = """\
+func.func @main(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>, %c: tensor<10x10xf32>, %d: tensor<10x10xf32>) -> tensor<10x10xf32> {
+  %0 = relay.add %a, %b : (tensor<10x10xf32>, tensor<10x10xf32>) -> tensor<10x10xf32>
+  %1 = relay.tanh %0 : (tensor<10x10xf32>) -> tensor<10x10xf32>
+  %2 = relay.multiply %1, %c : (tensor<10x10xf32>, tensor<10x10xf32>) -> tensor<10x10xf32>
+  %3 = relay.subtract %2, %d : (tensor<10x10xf32>, tensor<10x10xf32>) -> tensor<10x10xf32>
+  func.return %3 : tensor<10x10xf32>
+}
+"""
+"""add -> tanh -> multiply -> subtract: tanh splits it into two ccompiler functions."""
+
+
+def build(
+    shapes: Sequence[Sequence[int]],
+    body: Callable[..., SSAValue | Sequence[SSAValue]],
+    element: Float32Type | Float64Type = f32,
+) -> ModuleOp:
+    """`@main` over tensors of `shapes`; `body(emit, *args)` returns the results."""
+    block = Block(arg_types=[TensorType(element, s) for s in shapes])
+
+    def emit(op: Operation) -> SSAValue:
+        block.add_op(op)
+        return op.results[0]
+
+    results = body(emit, *block.args)
+    results = list(results) if isinstance(results, (list, tuple)) else [results]
+    block.add_op(func.ReturnOp(*results))
+    main = func.FuncOp(
+        "main",
+        FunctionType.from_lists([a.type for a in block.args], [r.type for r in results]),
+        Region(block),
+    )
+    module = ModuleOp([main])
+    module.verify()
+    return module
+
+
+def weight_scaled_inputs(module: ModuleOp, seed: int = 0) -> list[np.ndarray]:
+    """Random inputs; operands after the first of rank >= 2 are scaled like weights."""
+    rng = np.random.default_rng(seed)
+    main = next(iter(module.ops))
+    assert isinstance(main, func.FuncOp)
+    arrays = []
+    for i, typ in enumerate(main.function_type.inputs.data):
+        assert isinstance(typ, TensorType)
+        shape = tuple(typ.get_shape())
+        dtype = np.float64 if isinstance(typ.element_type, Float64Type) else np.float32
+        x = rng.standard_normal(shape)
+        if i > 0 and len(shape) >= 2:
+            x /= math.sqrt(math.prod(shape[1:]))  # keeps sums O(1)
+        arrays.append(x.astype(dtype))
+    return arrays

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from graphs import TANH_CHAIN
+
 BIN = Path(sys.executable).parent
 EXAMPLES = Path(__file__).parent.parent / "examples"
 GUIDE = EXAMPLES / "byoc_guide.mlir"
@@ -28,15 +30,6 @@ func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
 }
 """
 
-TANH_CHAIN = """\
-func.func @main(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>, %c: tensor<10x10xf32>, %d: tensor<10x10xf32>) -> tensor<10x10xf32> {
-  %0 = relay.add %a, %b : (tensor<10x10xf32>, tensor<10x10xf32>) -> tensor<10x10xf32>
-  %1 = relay.tanh %0 : (tensor<10x10xf32>) -> tensor<10x10xf32>
-  %2 = relay.multiply %1, %c : (tensor<10x10xf32>, tensor<10x10xf32>) -> tensor<10x10xf32>
-  %3 = relay.subtract %2, %d : (tensor<10x10xf32>, tensor<10x10xf32>) -> tensor<10x10xf32>
-  func.return %3 : tensor<10x10xf32>
-}
-"""
 
 
 def run(tool: str, *args: str | Path) -> subprocess.CompletedProcess[str]:

@@ -10,25 +10,23 @@ from __future__ import annotations
 
 import base64
 import logging
-import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    Float32Type,
-    Float64Type,
     FunctionType,
     ModuleOp,
     TensorType,
     f32,
     f64,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Region
 
 import byoc
+from graphs import build, weight_scaled_inputs
 from byoc.backends import Artifact, get_backend
 from byoc.dialects import relay
 from byoc.runtime.compiled import CompiledModule
@@ -42,46 +40,7 @@ from byoc.backends import onnxruntime as ort_backend  # noqa: E402
 RTOL, ATOL = 1e-4, 1e-5
 
 
-def build(
-    shapes: Sequence[Sequence[int]],
-    body: Callable[..., SSAValue | Sequence[SSAValue]],
-    element: Float32Type | Float64Type = f32,
-) -> ModuleOp:
-    """`@main` over tensors of `shapes`; `body(emit, *args)` returns the results."""
-    block = Block(arg_types=[TensorType(element, s) for s in shapes])
-
-    def emit(op: Operation) -> SSAValue:
-        block.add_op(op)
-        return op.results[0]
-
-    results = body(emit, *block.args)
-    results = list(results) if isinstance(results, (list, tuple)) else [results]
-    block.add_op(func.ReturnOp(*results))
-    main = func.FuncOp(
-        "main",
-        FunctionType.from_lists([a.type for a in block.args], [r.type for r in results]),
-        Region(block),
-    )
-    module = ModuleOp([main])
-    module.verify()
-    return module
-
-
-def inputs(module: ModuleOp, seed: int = 0) -> list[np.ndarray]:
-    """Random inputs; operands after the first of rank >= 2 are scaled like weights."""
-    rng = np.random.default_rng(seed)
-    main = next(iter(module.ops))
-    assert isinstance(main, func.FuncOp)
-    arrays = []
-    for i, typ in enumerate(main.function_type.inputs.data):
-        assert isinstance(typ, TensorType)
-        shape = tuple(typ.get_shape())
-        dtype = np.float64 if isinstance(typ.element_type, Float64Type) else np.float32
-        x = rng.standard_normal(shape)
-        if i > 0 and len(shape) >= 2:
-            x /= math.sqrt(math.prod(shape[1:]))  # keeps sums O(1)
-        arrays.append(x.astype(dtype))
-    return arrays
+inputs = weight_scaled_inputs
 
 
 def check(

@@ -12,18 +12,10 @@ import numpy as np
 import pytest
 
 import byoc
+from graphs import TANH_CHAIN
 from byoc.runtime import build, saved
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
-TANH_CHAIN = """\
-func.func @main(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>, %c: tensor<10x10xf32>, %d: tensor<10x10xf32>) -> tensor<10x10xf32> {
-  %0 = relay.add %a, %b : (tensor<10x10xf32>, tensor<10x10xf32>) -> tensor<10x10xf32>
-  %1 = relay.tanh %0 : (tensor<10x10xf32>) -> tensor<10x10xf32>
-  %2 = relay.multiply %1, %c : (tensor<10x10xf32>, tensor<10x10xf32>) -> tensor<10x10xf32>
-  %3 = relay.subtract %2, %d : (tensor<10x10xf32>, tensor<10x10xf32>) -> tensor<10x10xf32>
-  func.return %3 : tensor<10x10xf32>
-}
-"""
 
 
 def args(seed=0):

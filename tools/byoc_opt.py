@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 from xdsl.universe import Universe
 from xdsl.xdsl_opt_main import xDSLOptMain
 
