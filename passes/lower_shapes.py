@@ -15,7 +15,6 @@ from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import (
     BytesAttr,
     DenseIntOrFPElementsAttr,
-    DenseResourceAttr,
     MemRefType,
     ModuleOp,
     StringAttr,
