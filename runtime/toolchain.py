@@ -23,7 +23,18 @@ from byoc.frontend.diagnostics import ByocError
 WARNINGS = ("-Wall", "-Wextra", "-Werror")
 """Generated C must be warning-free: a warning is a bug in a code generator."""
 
-DEFAULT_FLAGS = ("-std=c11", "-O3", "-march=native", "-fPIC", *WARNINGS)
+OPTIMISATION = ("-O3", "-march=native")
+"""Optimised for the host by default; `$BYOC_CFLAGS` replaces these."""
+
+
+def optimisation_flags() -> tuple[str, ...]:
+    """`$BYOC_CFLAGS` (e.g. `-O2 -mavx2`), else -O3 for the host CPU."""
+    env = os.environ.get("BYOC_CFLAGS")
+    return tuple(shlex.split(env)) if env is not None else OPTIMISATION
+
+
+DEFAULT_FLAGS = ("-std=c11", *OPTIMISATION, "-fPIC", *WARNINGS)
+"""The flags of generated C (the optimisation part comes from `optimisation_flags`)."""
 
 
 def compiler() -> str:
@@ -64,8 +75,15 @@ def compile_shared(
     flags: tuple[str, ...] = DEFAULT_FLAGS,
     libraries: tuple[str, ...] = ("-lm",),
 ) -> Path:
-    """Compile C `source` into a shared object and return its path (cached)."""
+    """Compile C `source` into a shared object and return its path (cached).
+
+    The default optimisation flags in `flags` are replaced by
+    `$BYOC_CFLAGS` when it is set; the warning flags always stay.
+    """
     cc = compiler()
+    custom = optimisation_flags()
+    if custom != OPTIMISATION:
+        flags = tuple(f for f in flags if f not in OPTIMISATION) + custom
     key = hashlib.sha256(
         "\0".join(
             [source, cc, compiler_version(cc), _host_cpu(), *flags, *libraries]

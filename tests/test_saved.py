@@ -184,3 +184,18 @@ def test_concurrent_compiles_share_the_cache(tmp_path):
     # Every entry in the cache is whole.
     for entry in (tmp_path / "cache" / "models").glob("*.byoc"):
         assert saved.load(entry)
+
+
+def test_c_flags_come_from_the_environment(tmp_path, monkeypatch):
+    """$BYOC_CFLAGS replaces the optimisation flags (a different cache entry)."""
+    from byoc.runtime import toolchain
+
+    monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path / "cache"))
+    source = "int byoc_probe(void) { return 7; }\n"
+    default = toolchain.compile_shared(source)
+    monkeypatch.setenv("BYOC_CFLAGS", "-O0 -g")
+    custom = toolchain.compile_shared(source)
+    assert custom != default and custom.exists()
+    monkeypatch.setenv("BYOC_CFLAGS", "-Ono-such-level")
+    with pytest.raises(byoc.ByocError, match="rejected generated code"):
+        toolchain.compile_shared(source)
