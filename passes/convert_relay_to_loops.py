@@ -6,6 +6,9 @@ i32`. Its ops are walked once, in order: every op result gets a buffer (the
 function's output buffer when the result is returned, else a `memref.alloc`
 freed right after its last use) and the op's lowering writes into it; a
 `relay.constant` is instead a read-only module-level `memref.global`.
+Elementwise chains are fused (`plan_fusion`): a single-use, same-shape,
+unreturned elementwise value gets no buffer and is computed inside the loop
+nest of the elementwise op that reads it.
 `extern.call` becomes a `func.call` whose `i32` status is or-ed into the
 function's status, so a failing kernel is never silent.
 
@@ -46,6 +49,10 @@ from byoc.passes.loop_nests import (
     dealloc,
     element_type_of,
     elementwise_nest,
+    load_broadcast,
+    loop_nest,
+    shape_of,
+    store,
 )
 from byoc.passes.lower_nn import NN_LOWERINGS
 from byoc.passes.lower_shapes import SHAPE_LOWERINGS, GlobalConstants, lower_constant
@@ -144,6 +151,107 @@ def lower_elementwise(
     scalar = SCALAR_BUILDERS.get(type(op)) or SCALAR_BUILDERS_OF_OP[type(op)](op)
     typ = element_type_of(results[0])
     elementwise_nest(b, lambda inner, xs: scalar(inner, xs, typ), operands, results[0])
+
+
+# --- Fusion: chains of elementwise ops share one loop nest --------------------
+
+ELEMENTWISE: frozenset[type[Operation]] = frozenset(
+    (*SCALAR_BUILDERS, *SCALAR_BUILDERS_OF_OP)
+)
+"""Relay op classes with a scalar builder: the ops fusion may combine."""
+
+MAX_FUSED_OPS = 64
+"""The most relay ops computed in one fused loop nest (keeps loop bodies small)."""
+
+
+def scalar_builder_of(op: Operation) -> ScalarBuilder:
+    """The scalar builder of an elementwise op."""
+    return SCALAR_BUILDERS.get(type(op)) or SCALAR_BUILDERS_OF_OP[type(op)](op)
+
+
+def _shape(typ: Attribute) -> tuple[int, ...] | None:
+    return typ.get_shape() if isinstance(typ, TensorType) else None
+
+
+def plan_fusion(
+    ops: Sequence[Operation], block: Block, returned: set[SSAValue]
+) -> dict[SSAValue, Operation]:
+    """Which values are computed inline, mapped to the op that consumes them.
+
+    A value is fused into its consumer when it is the only result of an
+    elementwise op, has exactly one use, that use is an elementwise op of
+    `block` (with one result) whose result has the value's shape (so both
+    iterate over the same indices: a broadcast producer keeps its buffer), and
+    the value is not returned. A fused tree holds at most `MAX_FUSED_OPS` ops:
+    past that, its largest subtrees are left unfused. One linear sweep, no
+    recursion.
+    """
+    fused: dict[SSAValue, Operation] = {}
+    size: dict[Operation, int] = {}
+    for op in ops:
+        if type(op) not in ELEMENTWISE or len(op.results) != 1:
+            continue
+        shape = _shape(op.results[0].type)
+        candidates: list[tuple[int, SSAValue]] = []
+        for value in op.operands:
+            producer = value.owner
+            if (
+                not isinstance(producer, Operation)
+                or producer not in size
+                or value in returned
+                or producer.parent is not block
+                or value.get_user_of_unique_use() is not op
+                or shape is None
+                or _shape(value.type) != shape
+            ):
+                continue
+            candidates.append((size[producer], value))
+        total = 1 + sum(n for n, _ in candidates)
+        if total > MAX_FUSED_OPS:
+            candidates.sort(key=lambda c: c[0])
+            while candidates and total > MAX_FUSED_OPS:
+                total -= candidates.pop()[0]
+        for _, value in candidates:
+            fused[value] = op
+        size[op] = total
+    return fused
+
+
+def lower_fused(
+    b: BodyBuilder,
+    root: Operation,
+    buffers: dict[SSAValue, SSAValue],
+    fused: dict[SSAValue, Operation],
+    output: SSAValue,
+) -> None:
+    """One loop nest computing `root` and every op fused into it, storing only
+    `root`'s result into `output`. The expression tree is walked with an
+    explicit stack (post-order, operands left to right); unfused operands are
+    loaded (once per buffer) from their buffers."""
+    inner, ivs = loop_nest(b, shape_of(output))
+    scalars: dict[SSAValue, SSAValue] = {}
+    # (value to load, None) or (op, ready): ready once its operands are computed.
+    stack: list[tuple[SSAValue | Operation, bool]] = [(root, False)]
+    while stack:
+        item, ready = stack.pop()
+        if isinstance(item, SSAValue):
+            if item not in scalars:
+                scalars[item] = load_broadcast(inner, buffers[item], ivs)
+            continue
+        if ready:
+            result = item.results[0]
+            typ = result.type
+            assert isinstance(typ, TensorType)
+            args = [scalars[v] for v in item.operands]
+            scalars[result] = scalar_builder_of(item)(inner, args, typ.element_type)
+            continue
+        stack.append((item, True))
+        for value in reversed(item.operands):
+            if value in fused:
+                stack.append((value.owner, False))  # type: ignore[arg-type]
+            else:
+                stack.append((value, False))
+    store(inner, scalars[root.results[0]], output, ivs)
 
 
 def lower_call(
@@ -276,16 +384,28 @@ def convert_body(
         else:
             destinations[value] = out
 
-    # Liveness, linearly: the position of each value's last use (or definition).
+    # Fusion: a fused value has no buffer; its op is computed inside the loop
+    # nest of the op it feeds, at that op's position (its emission position).
+    fused = plan_fusion(ops, old, set(returned))
+    emitted_at: dict[Operation, int] = {}
+    for position in range(len(ops) - 1, -1, -1):
+        op = ops[position]
+        consumer = fused.get(op.results[0]) if len(op.results) == 1 else None
+        emitted_at[op] = position if consumer is None else emitted_at[consumer]
+
+    # Liveness, linearly: the position where each value is last used (or defined).
     last_use: dict[SSAValue, int] = {}
-    for position, op in enumerate(ops):
+    for op in ops:
+        at = emitted_at[op]
         for value in op.operands:
-            last_use[value] = position
+            if last_use.get(value, -1) < at:
+                last_use[value] = at
         for value in op.results:
-            last_use[value] = position
+            if last_use.get(value, -1) < at:
+                last_use[value] = at
     frees: dict[int, list[SSAValue]] = {}
     for value, position in last_use.items():
-        if not is_read_only(value) and value not in destinations:
+        if not is_read_only(value) and value not in destinations and value not in fused:
             frees.setdefault(position, []).append(value)
 
     b = BodyBuilder(block, ConstantPool(block))
@@ -296,6 +416,8 @@ def convert_body(
                 typ = types.memref(op.result.type, lambda: f"'{op.name}' in @{name}")
                 buffers[op.result] = lower_constant(b, op, constants, typ)
             continue
+        if len(op.results) == 1 and op.results[0] in fused:
+            continue  # computed inside its consumer's loop nest
         lowering = LOWERINGS.get(type(op))
         if lowering is None:
             op_name = op.op_name.data if isinstance(op, UnregisteredOp) else op.name
@@ -303,7 +425,8 @@ def convert_body(
                 f"error: {PASS_NAME}: no lowering for '{op_name}' in @{name}"
                 f"{_HINTS.get(op_name, '')}"
             )
-        operands = [buffers[v] for v in op.operands]
+        fuses = any(v in fused for v in op.operands)
+        operands = [] if fuses else [buffers[v] for v in op.operands]
         results: list[SSAValue] = []
         for index, value in enumerate(op.results):
             buffer = destinations.get(value)
@@ -315,7 +438,11 @@ def convert_body(
                 buffer.name_hint = value.name_hint
             buffers[value] = buffer
             results.append(buffer)
-        op_status = lowering(b, op, operands, results)
+        if fuses:
+            lower_fused(b, op, buffers, fused, results[0])
+            op_status = None
+        else:
+            op_status = lowering(b, op, operands, results)
         if op_status is not None:
             status = (
                 op_status

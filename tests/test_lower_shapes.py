@@ -24,7 +24,6 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseIntOrFPElementsAttr,
     FunctionType,
-    MemRefType,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -144,7 +143,9 @@ def check(module: ModuleOp, *inputs: np.ndarray, interpret: bool = True) -> None
         lowered = lower(module)
         _, outs = run(lowered, "main", inputs, [w.shape for w in want], IndexDivision())
         for g, w in zip(outs, want):
-            np.testing.assert_array_equal(g, w)
+            # xDSL's interpreter computes f32 arithmetic in Python floats, so a
+            # fused chain (no f32 buffer in between) is not rounded per op.
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=0)
 
 
 def test_every_shape_op_has_a_lowering():
@@ -324,8 +325,9 @@ def test_constant_with_computation(targets):
         "__constant_3x4xf32",
         "__constant_4xf32",
     ]
-    # One buffer is allocated, for the product: none for the constants.
-    assert sum(isinstance(op, memref.AllocOp) for op in lowered.walk()) == 1
+    # No buffer is allocated: none for the constants, and the product is fused
+    # into the add.
+    assert sum(isinstance(op, memref.AllocOp) for op in lowered.walk()) == 0
 
 
 def test_constant_returned_directly():

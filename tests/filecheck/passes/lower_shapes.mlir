@@ -112,12 +112,17 @@ func.func @constant(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<3xf32>) {
 }
 
 // CHECK-LABEL:  func.func @constant(%x: memref<2x3xf32>, %out0: memref<2x3xf32>, %out1: memref<3xf32>) -> i32 {
+// (add and multiply are fused: one nest, one load of %w per element.)
 // CHECK:          %w = memref.get_global @__constant_3xf32 : memref<3xf32>
-// CHECK-NEXT:     %[[T:.*]] = memref.alloc() : memref<2x3xf32>
-// CHECK:            memref.load %w[%{{.*}}] : memref<3xf32>
-// CHECK:            memref.load %w[%{{.*}}] : memref<3xf32>
-// CHECK:          memref.dealloc %[[T]] : memref<2x3xf32>
-// CHECK-NOT:      memref.dealloc %w
+// CHECK-NOT:      memref.alloc
+// CHECK:              %[[X:.*]] = memref.load %x[%i0, %i1] : memref<2x3xf32>
+// CHECK-NEXT:         %[[W:.*]] = memref.load %w[%i1] : memref<3xf32>
+// CHECK-NEXT:         %[[S:.*]] = arith.addf %[[X]], %[[W]] : f32
+// CHECK-NEXT:         %[[P:.*]] = arith.mulf %[[S]], %[[W]] : f32
+// CHECK-NEXT:         memref.store %[[P]], %out0[%i0, %i1] : memref<2x3xf32>
+// CHECK-NEXT:       }
+// CHECK-NEXT:     }
+// CHECK-NOT:      memref.dealloc
 // CHECK-NEXT:     scf.for %[[I:.*]] = %c0 to %c3 step %c1 {
 // CHECK-NEXT:       %[[V:.*]] = memref.load %w[%[[I]]] : memref<3xf32>
 // CHECK-NEXT:       memref.store %[[V]], %out1[%[[I]]] : memref<3xf32>
