@@ -62,7 +62,7 @@ def elementwise_model():
     def numpy_fn(a, b, c, d):
         return ((a + b) * c) - d
 
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), feeds, numpy_fn
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), feeds, numpy_fn
 
 
 def mlp_model():
@@ -91,7 +91,7 @@ def mlp_model():
     def numpy_fn(x):
         return np.maximum(x @ w1 + b1, 0) @ w2 + b2
 
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), feeds, numpy_fn
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), feeds, numpy_fn
 
 
 def cnn_model():
@@ -120,7 +120,7 @@ def add4_model():
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
     )
     feeds = [np.ones(4, np.float32), np.ones(4, np.float32)]
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), feeds, np.add
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), feeds, np.add
 
 
 def ort_session(model):
