@@ -43,7 +43,8 @@ def lower_to_llvm(module: ModuleOp, main: str, entry: str) -> ModuleOp:
     ctx = make_context()
     ConvertRelayToLoopsPass().apply(ctx, module)
     ConvertLoopsToLLVMPass().apply(ctx, module)
-    add_entry_wrapper(module, main, entry)
+    # `main` is already process-unique (byoc_<hash>_main): keep it callable.
+    add_entry_wrapper(module, main, entry, export_callee=True)
     return module
 
 

@@ -119,37 +119,58 @@ class CompiledModule:
         return np.ascontiguousarray(array)
 
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
-        if len(args) != len(self.inputs):
-            expected = ", ".join(str(s) for s in self.inputs)
-            raise ByocError(
-                f"error: the model takes {len(self.inputs)} arguments ({expected}); "
-                f"got {len(args)}"
-            )
-        return self._call(*args)
+        try:
+            return self._call(*args)
+        except TypeError:
+            # The specialised caller takes exactly one parameter per input.
+            if len(args) != len(self.inputs):
+                expected = ", ".join(str(s) for s in self.inputs)
+                raise ByocError(
+                    f"error: the model takes {len(self.inputs)} arguments "
+                    f"({expected}); got {len(args)}"
+                ) from None
+            raise
 
     def _fail(self, status: int) -> None:
         raise ByocError(f"error: the compiled model failed (status {status})")
+
+    def _direct_entry(self) -> Any | None:
+        """`main` itself, taking one pointer per buffer, if the host exports it."""
+        if not self.entry_name.endswith("entry"):
+            return None
+        n = len(self.inputs) + len(self.outputs)
+        signature = f"int32_t(*)({', '.join(['void*'] * n) or 'void'})"
+        try:
+            return self.host.function(self.entry_name[: -len("entry")] + "main", signature)
+        except ByocError:
+            return None
 
     def _make_call(self) -> Any:
         """A Python function specialised to this model's arity and layouts.
 
         Calling a compiled model should cost about what calling a C function
         does: one straight-line function (no loops, no zip) checks each array
-        with a few attribute reads and only falls back to conversion when it
-        must. Its text holds only positional names, never input text.
+        with a few attribute reads, only falls back to conversion when it
+        must, and passes the buffers straight to `main` when the host exports
+        it (else through the `void**` entry). Its text holds only positional
+        names, never input text.
         """
         n_in, n_out = len(self.inputs), len(self.outputs)
+        direct = self._direct_entry()
         params = ", ".join(f"a{i}" for i in range(n_in))
-        lines = [f"def call({params}):", f"    b = new('void*[{n_in + n_out}]')"]
+        lines = [f"def call({params}):"]
+        if direct is None:
+            lines.append(f"    b = new('void*[{n_in + n_out}]')")
         env: dict[str, Any] = {
             "new": _ffi.new,
             "fb": _from_buffer,
             "empty": np.empty,
             "ndarray": np.ndarray,
-            "entry": self._entry,
+            "entry": self._entry if direct is None else direct,
             "convert": self._argument,
             "fail": self._fail,
         }
+        pointers = [f"p{k}" for k in range(n_in + n_out)]
         for i, spec in enumerate(self.inputs):
             env[f"s{i}"], env[f"d{i}"] = spec.shape, spec.dtype
             lines += [
@@ -157,17 +178,21 @@ class CompiledModule:
                 f"or a{i}.shape != s{i}:",
                 f"        a{i} = convert({i}, a{i})",
                 "    try:",
-                f"        b[{i}] = fb(a{i})",
+                f"        p{i} = fb(a{i})",
                 "    except ValueError:  # not C-contiguous",
                 f"        a{i} = convert({i}, a{i})",
-                f"        b[{i}] = fb(a{i})",
+                f"        p{i} = fb(a{i})",
             ]
         for j, spec in enumerate(self.outputs):
             env[f"os{j}"], env[f"od{j}"] = spec.shape, spec.dtype
-            lines += [f"    r{j} = empty(os{j}, od{j})", f"    b[{n_in + j}] = fb(r{j})"]
+            lines += [f"    r{j} = empty(os{j}, od{j})", f"    p{n_in + j} = fb(r{j})"]
+        if direct is None:
+            lines += [f"    b[{k}] = {p}" for k, p in enumerate(pointers)]
+            lines.append("    status = entry(b)")
+        else:
+            lines.append(f"    status = entry({', '.join(pointers)})")
         results = ", ".join(f"r{j}" for j in range(n_out))
         lines += [
-            "    status = entry(b)",
             "    if status:",
             "        fail(status)",
             f"    return {results if n_out == 1 else '(' + results + ',)'}",

@@ -221,14 +221,18 @@ def emit_object(module: ModuleOp | str) -> bytes:
     return target_machine.emit_object(parsed)
 
 
-def add_entry_wrapper(module: ModuleOp, func_name: str, entry_name: str) -> None:
+def add_entry_wrapper(
+    module: ModuleOp, func_name: str, entry_name: str, export_callee: bool = False
+) -> None:
     """Add `int32_t entry_name(void** buffers)` to an llvm-dialect module: it calls
     `func_name(buffers[0], ..., buffers[n-1])` and returns its status.
 
     `func_name` must take only pointers (memrefs) and return i32, as `@main`
-    does in the loop-level IR. It gets internal linkage: the entry is the
-    module's one export, so `main` never clashes with a C program's `main` or
-    with another model's functions loaded in the same process.
+    does in the loop-level IR. It gets internal linkage, so the entry is the
+    module's one export and `main` never clashes with a C program's `main` or
+    another model's functions — unless `export_callee` (for a callee whose
+    name is already process-unique) keeps it callable with one pointer per
+    buffer, which saves building the array on every call.
     """
     callee = SymbolTable.lookup_symbol(module, func_name)
     if not isinstance(callee, llvm_dialect.FuncOp):
@@ -242,7 +246,7 @@ def add_entry_wrapper(module: ModuleOp, func_name: str, entry_name: str) -> None
             f"error: @{func_name} must take only memrefs and return i32 to get a "
             f"host entry, it is {signature}"
         )
-    callee.linkage = llvm_dialect.LinkageAttr("internal")
+    callee.linkage = llvm_dialect.LinkageAttr("external" if export_callee else "internal")
     block = Block(arg_types=[_PTR])
     buffers = block.args[0]
     buffers.name_hint = "buffers"
