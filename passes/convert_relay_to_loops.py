@@ -410,6 +410,10 @@ def convert_body(
 
     b = BodyBuilder(block, ConstantPool(block))
     status: SSAValue | None = None
+    # Static memory planning: a buffer whose value is dead goes back to a pool
+    # and serves the next value of the same type; all are freed at the end.
+    pool: dict[Attribute, list[SSAValue]] = {}
+    pooled: list[SSAValue] = []
     for position, op in enumerate(ops):
         if isinstance(op, relay.ConstantOp):
             if op.result.first_use is not None:  # a dead weight costs nothing
@@ -434,8 +438,13 @@ def convert_body(
                 typ = types.memref(
                     value.type, lambda i=index: f"result {i} of '{op.name}' in @{name}"
                 )
-                buffer = alloc(b, typ)
-                buffer.name_hint = value.name_hint
+                free = pool.get(typ)
+                if free:
+                    buffer = free.pop()
+                else:
+                    buffer = alloc(b, typ)
+                    buffer.name_hint = value.name_hint
+                    pooled.append(buffer)
             buffers[value] = buffer
             results.append(buffer)
         if fuses:
@@ -450,10 +459,12 @@ def convert_body(
                 else b.insert(arith.OrIOp(status, op_status)).result
             )
         for value in frees.get(position, ()):
-            dealloc(b, buffers[value])
+            pool.setdefault(buffers[value].type, []).append(buffers[value])
 
     for value, out in copies:
         copy_nest(b, buffers[value], out)
+    for buffer in pooled:
+        dealloc(b, buffer)
     b.insert(func.ReturnOp(status if status is not None else b.constant(0, I32)))
     return block
 

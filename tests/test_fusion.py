@@ -150,6 +150,7 @@ def test_fused_nests_are_capped() -> None:
     module = lowered(long_chain(n))
     nests = outer_loops(module)
     assert nests == -(-n // MAX_FUSED_OPS)
-    assert count(module, memref.AllocOp) == count(module, memref.DeallocOp) == nests - 1
+    # The buffers between nests are planned statically: two, used in turn.
+    assert count(module, memref.AllocOp) == count(module, memref.DeallocOp) == 2
 
 # A 100,000-op chain (no recursion, linear time): test_relay_to_loops.py.

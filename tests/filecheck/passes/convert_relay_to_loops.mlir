@@ -166,9 +166,9 @@ func.func @calls(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
 // CHECK-NEXT:     %[[S0:.*]] = func.call @ccompiler_0(%x, %[[C0]]) : (memref<2x2xf32>, memref<2x2xf32>) -> i32
 // CHECK-NEXT:     %[[R:.*]] = memref.alloc() : memref<2x2xf32>
 // CHECK-NEXT:     scf.for
-// CHECK:          memref.dealloc %[[C0]] : memref<2x2xf32>
-// CHECK-NEXT:     %[[S1:.*]] = func.call @ccompiler_0(%[[R]], %out0) : (memref<2x2xf32>, memref<2x2xf32>) -> i32
+// CHECK:          %[[S1:.*]] = func.call @ccompiler_0(%[[R]], %out0) : (memref<2x2xf32>, memref<2x2xf32>) -> i32
 // CHECK-NEXT:     %[[S:.*]] = arith.ori %[[S0]], %[[S1]] : i32
+// CHECK-NEXT:     memref.dealloc %[[C0]] : memref<2x2xf32>
 // CHECK-NEXT:     memref.dealloc %[[R]] : memref<2x2xf32>
 // CHECK-NEXT:     func.return %[[S]] : i32
 // CHECK-NEXT:   }
