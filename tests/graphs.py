@@ -125,3 +125,32 @@ def weight_scaled_inputs(module: ModuleOp, seed: int = 0) -> list[np.ndarray]:
             x /= math.sqrt(math.prod(shape[1:]))  # keeps sums O(1)
         arrays.append(x.astype(dtype))
     return arrays
+
+
+def check_against_reference(
+    module: ModuleOp,
+    targets: Sequence[str],
+    seed: int = 0,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+    cache: bool = True,
+):
+    """Compile `module` for `targets`, run it on weight-scaled random inputs, and
+    compare every output (shape, dtype, values) with the reference interpreter."""
+    import byoc
+
+    model = byoc.compile(module, targets=list(targets), cache=cache)
+    args = weight_scaled_inputs(module, seed)
+    got = model(*args)
+    got = list(got) if isinstance(got, tuple) else [got]
+    want = byoc.run_reference(module, args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    return model
+
+
+def host_ir(model) -> str:
+    """The partitioned @main (everything before the outlined functions)."""
+    return model.partitioned_ir.split("func.func private")[0]

@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Region
 
 import byoc
-from graphs import build, weight_scaled_inputs
+from graphs import build, check_against_reference, host_ir, weight_scaled_inputs
 from byoc.backends import Artifact, get_backend
 from byoc.dialects import relay
 from byoc.runtime.compiled import CompiledModule
@@ -47,21 +47,7 @@ def check(
     module: ModuleOp, targets: Sequence[str] = ("onnxruntime",), seed: int = 0
 ) -> byoc.CompiledModule:
     """Compile for `targets`, run, and compare every output with the reference."""
-    model = byoc.compile(module, targets=list(targets), cache=False)
-    args = inputs(module, seed)
-    got = model(*args)
-    got = list(got) if isinstance(got, tuple) else [got]
-    want = byoc.run_reference(module, args)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL)
-    return model
-
-
-def host_ir(model: byoc.CompiledModule) -> str:
-    """The partitioned @main (everything before the outlined functions)."""
-    return model.partitioned_ir.split("func.func private")[0]
+    return check_against_reference(module, targets, seed, RTOL, ATOL, cache=False)
 
 
 def offloaded(model: byoc.CompiledModule, *op_names: str) -> None:
