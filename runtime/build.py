@@ -20,13 +20,33 @@ from byoc.backends import Artifact, Backend, parse_targets
 from byoc.dialects.extern import COMPILER_ATTR, CallOp
 from byoc.frontend.diagnostics import ByocError
 from byoc.frontend.parse import parse_file, parse_text, verify_module
-from byoc.passes.annotate import annotate
+from byoc.passes.annotate import annotate, is_graph_op
 from byoc.passes.dead_code import remove_dead_ops
 from byoc.passes.partition import partition
 from byoc.runtime.compiled import CompiledModule, TensorSpec
 from byoc.runtime.reference import numpy_dtype
 
 Source = str | Path | ModuleOp
+
+
+def is_path(source: object) -> bool:
+    """Whether `source` names a file (relay text always has braces or newlines)."""
+    return isinstance(source, Path) or (
+        isinstance(source, str) and "\n" not in source and "{" not in source
+    )
+
+
+def placement_of(module: ModuleOp) -> dict[str, int]:
+    """How many graph ops each backend (and `host`) runs in a partitioned module."""
+    counts: dict[str, int] = {}
+    for function in module.ops:
+        if not isinstance(function, func.FuncOp) or not function.body.blocks:
+            continue
+        compiler = function.attributes.get(COMPILER_ATTR)
+        key = compiler.data if isinstance(compiler, StringAttr) else "host"
+        n = sum(1 for op in function.body.block.ops if is_graph_op(op))
+        counts[key] = counts.get(key, 0) + n
+    return counts
 
 
 def load_source(source: Source) -> ModuleOp:
@@ -42,9 +62,7 @@ def load_source(source: Source) -> ModuleOp:
         module = source.clone()
         verify_module(module)
         return module
-    if isinstance(source, Path) or (
-        isinstance(source, str) and "\n" not in source and "{" not in source
-    ):
+    if is_path(source):
         return parse_file(source)
     if isinstance(source, str):
         return parse_text(source, "<string>")
@@ -152,9 +170,7 @@ def source_content(source: Source) -> bytes | None:
         return b"module\0" + str(source).encode()
     if is_onnx_source(source) and not isinstance(source, (str, Path)):
         return b"onnx\0" + source.SerializeToString()  # type: ignore[union-attr]
-    if isinstance(source, Path) or (
-        isinstance(source, str) and "\n" not in source and "{" not in source
-    ):
+    if is_path(source):
         try:
             return b"file\0" + Path(source).read_bytes()
         except OSError:
@@ -212,6 +228,7 @@ def compile_uncached(source: Source, backends: Sequence[Backend]) -> CompiledMod
     outputs = tensor_specs(main.function_type.outputs.data, "output")
 
     partition_for(module, backends)
+    placement = placement_of(module)
     partitioned_ir = str(module)
     digest = hashlib.sha256(partitioned_ir.encode()).hexdigest()[:12]
     prefix = f"byoc_{digest}_"
@@ -226,4 +243,6 @@ def compile_uncached(source: Source, backends: Sequence[Backend]) -> CompiledMod
     libraries = [lib for a in artifacts for lib in a.libraries]
     entry_name = f"{prefix}entry"
     jit = compile_host(module, f"{prefix}main", entry_name, libraries)
-    return CompiledModule(jit, entry_name, inputs, outputs, artifacts, partitioned_ir)
+    return CompiledModule(
+        jit, entry_name, inputs, outputs, artifacts, partitioned_ir, placement
+    )

@@ -59,6 +59,7 @@ class CompiledModule:
         outputs: Sequence[TensorSpec],
         artifacts: Sequence[Artifact],
         partitioned_ir: str,
+        placement: dict[str, int] | None = None,
     ):
         self.host = host
         """The host's machine code (it owns the memory the entry points into)."""
@@ -70,6 +71,8 @@ class CompiledModule:
         self.artifacts = tuple(artifacts)
         self.partitioned_ir = partitioned_ir
         """The partitioned relay IR, as `byoc-opt --partition` prints it."""
+        self.placement = dict(placement or {})
+        """How many graph ops each backend, and `host`, runs."""
         self._n = len(self.inputs) + len(self.outputs)
         self._call = self._make_call()
 

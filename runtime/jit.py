@@ -44,7 +44,8 @@ def initialise_llvm() -> None:
 
 
 @cache
-def _host_cpu() -> tuple[str, str]:
+def host_cpu() -> tuple[str, str]:
+    """This CPU's LLVM name and feature string, read once per process."""
     initialise_llvm()
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
@@ -54,7 +55,7 @@ def host_target_machine(*, jit: bool) -> llvm.TargetMachine:
 
     Not cached: an MCJIT engine takes ownership of its target machine.
     """
-    cpu, features = _host_cpu()
+    cpu, features = host_cpu()
     return llvm.Target.from_default_triple().create_target_machine(
         cpu=cpu,
         features=features,

@@ -23,6 +23,7 @@ import json
 import os
 import tempfile
 import zipfile
+from functools import cache
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -44,20 +45,17 @@ def byoc_version() -> str:
     return __version__
 
 
+@cache
 def host_cpu() -> dict[str, str]:
-    """What the host code was optimised for: loading on another CPU is refused."""
+    """What the host code was optimised for: loading on another CPU is refused.
+
+    Read once per process (callers must not change the dict)."""
     import platform
 
-    import llvmlite.binding as llvm
+    from byoc.runtime import jit
 
-    from byoc.runtime.jit import initialise_llvm
-
-    initialise_llvm()
-    return {
-        "machine": platform.machine(),
-        "cpu": llvm.get_host_cpu_name(),
-        "features": llvm.get_host_cpu_features().flatten(),
-    }
+    cpu, features = jit.host_cpu()
+    return {"machine": platform.machine(), "cpu": cpu, "features": features}
 
 
 def _spec_json(spec: TensorSpec) -> dict[str, Any]:
@@ -108,6 +106,7 @@ def save(model: CompiledModule, path: str | PathLike[str]) -> None:
         "inputs": [_spec_json(s) for s in model.inputs],
         "outputs": [_spec_json(s) for s in model.outputs],
         "artifacts": artifacts,
+        "placement": model.placement,
         "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()},
     }
     target = Path(path)
@@ -264,6 +263,7 @@ def load(path: str | PathLike[str]) -> CompiledModule:
             [_spec(s) for s in manifest["outputs"]],
             artifacts,
             members["partitioned.mlir"].decode(),
+            {str(k): int(v) for k, v in manifest["placement"].items()},
         )
     except ByocError:
         raise

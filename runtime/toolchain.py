@@ -64,10 +64,10 @@ def cache_dir() -> Path:
     return base
 
 
-def _host_cpu() -> str:
-    import llvmlite.binding as llvm
+def _cpu_name() -> str:
+    from byoc.runtime.jit import host_cpu
 
-    return llvm.get_host_cpu_name()
+    return host_cpu()[0]
 
 
 def compile_shared(
@@ -86,7 +86,7 @@ def compile_shared(
         flags = tuple(f for f in flags if f not in OPTIMISATION) + custom
     key = hashlib.sha256(
         "\0".join(
-            [source, cc, compiler_version(cc), _host_cpu(), *flags, *libraries]
+            [source, cc, compiler_version(cc), _cpu_name(), *flags, *libraries]
         ).encode()
     ).hexdigest()[:32]
     directory = cache_dir()

@@ -76,22 +76,12 @@ def load_inputs(path: str | None, model: CompiledModule, seed: int) -> list[np.n
 
 def partition_summary(model: CompiledModule) -> str:
     """Functions and ops per backend, and the ops left on the host."""
-    from byoc.frontend.parse import parse_text
-    from byoc.passes.annotate import host_functions, is_graph_op
-
-    partitioned = parse_text(model.partitioned_ir, "<partitioned>")
-    counts: dict[str, int] = {}
-    for op in partitioned.walk():
-        if is_graph_op(op):
-            compiler = op.parent_op().attributes.get("extern.compiler")  # type: ignore[union-attr]
-            key = compiler.data if compiler is not None else "host"  # type: ignore[attr-defined]
-            counts[key] = counts.get(key, 0) + 1
     lines = [
-        f"  {a.backend}: {len(a.symbols)} function(s), {counts.get(a.backend, 0)} op(s)"
+        f"  {a.backend}: {len(a.symbols)} function(s), "
+        f"{model.placement.get(a.backend, 0)} op(s)"
         for a in model.artifacts
     ]
-    host_ops = sum(1 for f in host_functions(partitioned) for o in f.body.block.ops if is_graph_op(o))
-    lines.append(f"  host: {host_ops} op(s)")
+    lines.append(f"  host: {model.placement.get('host', 0)} op(s)")
     return "\n".join(lines)
 
 
