@@ -105,7 +105,7 @@ func.func @caller(%in: memref<2x2xf32>, %out: memref<f32>) -> i32 {
 
 // maximumf: a call of a helper defined once before the first function, in
 // which a NaN operand wins, then the larger one, then +0 over -0.
-// HELPER:        emitc.verbatim "static inline float byoc_maximumf(float a, float b) { if (a != a || b != b) return a + b; if (a == b) return __builtin_signbit(a) ? b : a; return a > b ? a : b; }"
+// HELPER:        emitc.verbatim "static inline float byoc_maximumf(float a, float b) { float m = (a > b || a != a) ? a : b; float t = __builtin_signbit(a) ? b : a; return a == b ? t : m; }"
 // CHECK-LABEL: emitc.func @max(%x: f32, %y: f32, %out: !emitc.ptr<f32> {emitc.restrict}) -> i32 {
 // CHECK-NEXT:    %[[M:.*]] = emitc.call_opaque "byoc_maximumf"(%x, %y) : (f32, f32) -> f32
 // CHECK-NEXT:    %[[Z:.*]] = "emitc.constant"() <{value = 0 : i64}> : () -> i64
