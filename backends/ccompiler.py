@@ -7,6 +7,11 @@ reductions and data movement. Like TVM's `ccompiler` in the BYOC guide,
 transcendental functions (tanh, exp, erf, ...) and the ops built on them
 (softmax, the norms) stay on the host. The C exit itself handles them all
 (tests/test_lower_nn.py compiles every op through it).
+
+Loops worth it run across cores: `byoc-mark-parallel-loops` marks the
+outermost independent loops with enough work and they are printed with
+`#pragma omp parallel for` (threads: `$OMP_NUM_THREADS`; `$BYOC_OPENMP=0`
+keeps everything sequential).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from byoc.backends.spec import Artifact, Backend, Composite, always
 from byoc.dialects import make_context, relay
-from byoc.runtime.toolchain import compile_shared
+from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_shared, openmp_flags
 
 TRANSCENDENTAL = frozenset(
     {
@@ -54,11 +59,14 @@ def generate_c(functions: ModuleOp) -> str:
     """C source for a module of outlined relay functions."""
     from byoc.passes.convert_loops_to_emitc import ConvertLoopsToEmitCPass
     from byoc.passes.convert_relay_to_loops import ConvertRelayToLoopsPass
+    from byoc.passes.parallel_loops import MarkParallelLoopsPass
     from byoc.targets.c import emit_c
 
     ctx = make_context()
     module = functions.clone()
     ConvertRelayToLoopsPass().apply(ctx, module)
+    if openmp_flags():
+        MarkParallelLoopsPass().apply(ctx, module)
     ConvertLoopsToEmitCPass().apply(ctx, module)
     return emit_c(module)
 
@@ -67,12 +75,15 @@ def codegen(functions: ModuleOp) -> Artifact:
     """Generate C for the outlined functions and compile it to a shared object."""
     source = generate_c(functions)
     symbols = [op.sym_name.data for op in functions.ops]  # type: ignore[attr-defined]
-    library = compile_shared(source)
+    openmp = openmp_flags()
+    library = compile_shared(source, (*DEFAULT_FLAGS, *openmp), (*openmp, "-lm"))
     return Artifact(
         backend="ccompiler",
         symbols=symbols,
         sources={"ccompiler.c": source},
         libraries=[library],
+        c_flags=list(openmp),
+        link_flags=list(openmp),
     )
 
 

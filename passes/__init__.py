@@ -35,6 +35,12 @@ def _relay_to_loops() -> type[ModulePass]:
     return ConvertRelayToLoopsPass
 
 
+def _mark_parallel_loops() -> type[ModulePass]:
+    from byoc.passes.parallel_loops import MarkParallelLoopsPass
+
+    return MarkParallelLoopsPass
+
+
 def _loops_to_emitc() -> type[ModulePass]:
     from byoc.passes.convert_loops_to_emitc import ConvertLoopsToEmitCPass
 
@@ -53,6 +59,7 @@ BYOC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "byoc-outline-regions": _outline_regions,
     "byoc-partition": _partition,
     "convert-relay-to-loops": _relay_to_loops,
+    "byoc-mark-parallel-loops": _mark_parallel_loops,
     "convert-loops-to-emitc": _loops_to_emitc,
     "convert-loops-to-llvm": _loops_to_llvm,
 }

@@ -16,6 +16,7 @@ The C it describes:
   `symbol_prefix` prepended to their symbol (calls follow); declarations keep theirs,
   as they name symbols defined elsewhere. Functions that are not outlined kernels
   (no `extern.compiler`) but are called in the module are `static` helpers.
+- A `scf.for` marked `byoc.parallel` is preceded by `#pragma omp parallel for`.
 - `arith.maximumf`/`minimumf` propagate NaN and order -0 below +0, like LLVM's
   `maximum`/`minimum`; math ops call the `<math.h>` functions of their type.
 """
@@ -63,6 +64,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
+from byoc.passes.parallel_loops import PARALLEL_ATTR
 from byoc.dialects.emitc import (
     CONST_ATTR,
     RESTRICT_ATTR,
@@ -294,8 +296,13 @@ class ReturnLowering(RewritePattern):
 # ---------------------------------------------------------------------------
 
 
+OMP_PARALLEL_FOR = "#pragma omp parallel for schedule(static)"
+"""Printed before the `for` of a loop marked `byoc.parallel` (passes/parallel_loops.py)."""
+
+
 class ForLowering(RewritePattern):
-    """Lowers `scf.for` without iter_args to `emitc.for` over `int64_t`."""
+    """Lowers `scf.for` without iter_args to `emitc.for` over `int64_t`; a loop
+    marked `byoc.parallel` gets `#pragma omp parallel for` (compile with -fopenmp)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: scf.ForOp, rewriter: PatternRewriter):
@@ -304,6 +311,8 @@ class ForLowering(RewritePattern):
         iv = op.body.block.args[0]
         rewriter.replace_value_with_new_type(iv, convert_type(iv.type, op))
         body = rewriter.move_region_contents_to_new_regions(op.body)
+        if PARALLEL_ATTR in op.attributes:
+            rewriter.insert(EmitC_VerbatimOp(OMP_PARALLEL_FOR))
         rewriter.replace(op, EmitC_ForOp(op.lb, op.ub, op.step, body), [])
 
 

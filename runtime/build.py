@@ -195,9 +195,13 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
 
     backends = parse_targets(targets)
     content = source_content(source) if cache else None
-    from byoc.runtime.toolchain import compiler, optimisation_flags
+    from byoc.runtime.toolchain import compiler, openmp_flags, optimisation_flags
 
-    build_host = {**host_cpu(), "cc": compiler(), "cflags": " ".join(optimisation_flags())}
+    build_host = {
+        **host_cpu(),
+        "cc": compiler(),
+        "cflags": " ".join((*optimisation_flags(), *openmp_flags())),
+    }
     entry = entry_path(cache_key(content, backends, build_host)) if content else None
     if entry is not None and entry.exists():
         try:

@@ -1,7 +1,12 @@
 """The system C compiler: generated C in, shared object out, cached by content.
 
 The cache key is the source text, the flags, the compiler's version and the
-host CPU, so a second compile of the same model is a file lookup. Objects are
+host CPU, so a second compile of the same model is a file lookup.
+
+OpenMP: backends that split loops across cores emit `#pragma omp` and compile
+with `openmp_flags()`; it is empty (and they emit no pragma) when
+`$BYOC_OPENMP=0` or when the compiler cannot build OpenMP code. The number of
+threads is OpenMP's own setting, `$OMP_NUM_THREADS` (default: every core). Objects are
 written to a temporary name and renamed into place, so concurrent compiles
 from several processes never see a half-written file. The cache lives in
 `$BYOC_CACHE_DIR` (default `~/.cache/byoc`).
@@ -35,6 +40,38 @@ def optimisation_flags() -> tuple[str, ...]:
 
 DEFAULT_FLAGS = ("-std=c11", *OPTIMISATION, "-fPIC", *WARNINGS)
 """The flags of generated C (the optimisation part comes from `optimisation_flags`)."""
+
+
+OPENMP = ("-fopenmp",)
+"""Compile and link flags of OpenMP code (GCC and Clang spell it the same)."""
+
+_OPENMP_PROBE = """#include <omp.h>
+int byoc_openmp_probe(float* x, int n) {
+  #pragma omp parallel for
+  for (int i = 0; i < n; i++) x[i] += 1.0f;
+  return omp_get_max_threads();
+}
+"""
+
+
+def openmp_flags() -> tuple[str, ...]:
+    """`("-fopenmp",)` when generated C may use OpenMP, else `()`.
+
+    Off when `$BYOC_OPENMP` is `0`, or when the C compiler cannot compile
+    and link the probe (e.g. Clang without libomp): code stays sequential.
+    """
+    if os.environ.get("BYOC_OPENMP", "1").strip() in ("0", "off", "no", "false"):
+        return ()
+    return OPENMP if _compiler_has_openmp(compiler()) else ()
+
+
+@cache
+def _compiler_has_openmp(cc: str) -> bool:
+    try:
+        compile_shared(_OPENMP_PROBE, (*DEFAULT_FLAGS, *OPENMP), (*OPENMP,))
+    except ByocError:
+        return False
+    return True
 
 
 def compiler() -> str:

@@ -1,0 +1,113 @@
+"""OpenMP in the C exit: loops marked by byoc-mark-parallel-loops run across
+threads and give the reference's answers, with any thread count (uneven
+splits included); `$BYOC_OPENMP=0` builds sequential code with no pragma."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import byoc
+from byoc.passes.convert_relay_to_loops import convert_relay_to_loops
+from byoc.passes.parallel_loops import PARALLEL_ATTR, mark_parallel_loops
+from byoc.runtime.build import load_source
+from byoc.runtime.toolchain import openmp_flags
+
+# Every loop nest here is big enough to be split (MIN_WORK), with odd extents
+# so that 3 threads split them unevenly.
+MODEL = """\
+func.func @main(%a: tensor<301x257xf32>, %b: tensor<301x257xf32>, %img: tensor<1x7x65x66xf32>, %w: tensor<129x257xf32>) -> (tensor<301x257xf32>, tensor<257xf32>, tensor<1x7x32x33xf32>, tensor<257x301xf32>, tensor<301x129xf32>, tensor<301xf32>) {
+  %0 = relay.add %a, %b : (tensor<301x257xf32>, tensor<301x257xf32>) -> tensor<301x257xf32>
+  %1 = relay.multiply %0, %a : (tensor<301x257xf32>, tensor<301x257xf32>) -> tensor<301x257xf32>
+  %2 = relay.sum %1 {axis = array<i64: 0>} : (tensor<301x257xf32>) -> tensor<257xf32>
+  %3 = relay.nn.max_pool2d %img {pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x7x65x66xf32>) -> tensor<1x7x32x33xf32>
+  %4 = relay.transpose %b : (tensor<301x257xf32>) -> tensor<257x301xf32>
+  %5 = relay.nn.dense %a, %w : (tensor<301x257xf32>, tensor<129x257xf32>) -> tensor<301x129xf32>
+  %6 = relay.max %b {axis = array<i64: 1>} : (tensor<301x257xf32>) -> tensor<301xf32>
+  func.return %1, %2, %3, %4, %5, %6 : tensor<301x257xf32>, tensor<257xf32>, tensor<1x7x32x33xf32>, tensor<257x301xf32>, tensor<301x129xf32>, tensor<301xf32>
+}
+"""
+
+needs_openmp = pytest.mark.skipif(not openmp_flags(), reason="the C compiler has no OpenMP")
+
+
+def test_big_nests_are_marked_and_small_ones_are_not():
+    module = load_source(MODEL)
+    convert_relay_to_loops(module)
+    main = next(op for op in module.ops if op.sym_name.data == "main")
+    # add*multiply, max_pool2d, transpose and max along rows are split; the
+    # sum along axis 0 (its outer loop is the reduction) and dense (its
+    # dot products share one scratch buffer) stay sequential.
+    assert mark_parallel_loops(main) == 4
+
+    small = load_source(
+        "func.func @main(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {\n"
+        "  %0 = relay.add %a, %a : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>\n"
+        "  func.return %0 : tensor<4x4xf32>\n}\n"
+    )
+    convert_relay_to_loops(small)
+    assert mark_parallel_loops(next(iter(small.ops))) == 0
+    assert not any(PARALLEL_ATTR in op.attributes for op in small.walk())
+
+
+@needs_openmp
+def test_generated_c_has_pragmas_and_is_linked_with_openmp():
+    partitioned = byoc.compile(MODEL, targets=["ccompiler"], cache=False)
+    (artifact,) = partitioned.artifacts
+    source = artifact.sources["ccompiler.c"]
+    assert source.count("#pragma omp parallel for") == 4
+    assert "-fopenmp" in artifact.c_flags and "-fopenmp" in artifact.link_flags
+
+
+def test_byoc_openmp_0_builds_sequential_code(monkeypatch):
+    monkeypatch.setenv("BYOC_OPENMP", "0")
+    assert openmp_flags() == ()
+    model = byoc.compile(MODEL, targets=["ccompiler"], cache=False)
+    (artifact,) = model.artifacts
+    assert "#pragma" not in artifact.sources["ccompiler.c"]
+    assert "-fopenmp" not in artifact.link_flags
+    check(model)
+
+
+def check(model) -> None:
+    args = inputs()
+    got = model(*args)
+    want = byoc.run_reference(load_source(MODEL), args)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def inputs() -> list[np.ndarray]:
+    rng = np.random.default_rng(7)
+    shapes = [(301, 257), (301, 257), (1, 7, 65, 66), (129, 257)]
+    return [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+
+@needs_openmp
+def test_parallel_code_matches_the_reference():
+    check(byoc.compile(MODEL, targets=["ccompiler"], cache=False))
+
+
+@needs_openmp
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_any_thread_count_gives_the_same_answer(threads, tmp_path):
+    # OMP_NUM_THREADS is read when libgomp starts: a fresh process per count.
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        import byoc
+        from test_parallel_loops import MODEL, check
+        check(byoc.compile(MODEL, targets=["ccompiler"], cache=False))
+        print("ok")
+        """
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": threads, "BYOC_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
