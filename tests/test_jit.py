@@ -9,7 +9,6 @@ from __future__ import annotations
 import math as pymath
 import shutil
 import subprocess
-import timeit
 import uuid
 from pathlib import Path
 
@@ -678,19 +677,11 @@ func.func @main(%a: memref<4xf32>, %out: memref<4xf32>) -> i32 {
         lower(text)
 
 
-def test_call_overhead_of_a_small_entry():
+def test_a_small_entry_called_many_times():
+    # Its cost per call is measured by bench/run.py (d), not asserted here.
     jit = compile_host(binary_kernel("arith.addf", n=4))
     entry = jit.function("entry", ENTRY)
     a, b, out = rand(4), rand(4), np.zeros(4, np.float32)
-    number = 20_000
-    per_call = (
-        min(
-            timeit.repeat(
-                lambda: entry(pointer_array(a, b, out)), number=number, repeat=3
-            )
-        )
-        / number
-    )
+    for _ in range(20_000):
+        assert entry(pointer_array(a, b, out)) == 0
     np.testing.assert_array_equal(out, a + b)
-    # About 2 µs on a 2-core VM; the bound only catches gross regressions.
-    assert per_call < 20e-6, f"{per_call * 1e6:.2f} µs per call"
