@@ -139,8 +139,10 @@ def test_compile_does_not_change_the_callers_module():
 def test_bad_arguments_are_clear_errors():
     model = byoc.compile(EXAMPLES / "byoc_guide.mlir")
     a = np.zeros((10, 10), np.float32)
-    with pytest.raises(byoc.ByocError, match="takes 4 arguments"):
+    with pytest.raises(byoc.ByocError, match="takes 4 arguments .*; got 2$"):
         model(a, a)
+    with pytest.raises(byoc.ByocError, match="takes 4 arguments .*; got 5$"):
+        model(a, a, a, a, a)
     with pytest.raises(byoc.ByocError, match=r"argument 2 \(c\) has shape \(10, 9\); expected \(10, 10\)"):
         model(a, a, np.zeros((10, 9), np.float32), a)
     with pytest.raises(byoc.ByocError, match="has dtype <U1"):
