@@ -21,8 +21,34 @@ in one scratch allocation sized at codegen time; buffers whose lifetimes do
 not overlap share memory. A failed allocation returns 1. Small constants the
 partitioner copies into a function become `static const float` arrays.
 
+Vectors. A product with one row (`nn.dense` of a [1, K] input, the usual
+last layer at batch 1) or one column is a matrix-vector product: it calls
+`scipy_cblas_sgemv`, several times faster than sgemm on such shapes.
+
+Threads. When `byoc.runtime.toolchain.openmp_flags()` allows OpenMP, the
+generated C splits every product of at least `PARALLEL_MIN_WORK`
+multiply-adds across cores itself: `#pragma omp parallel for` over chunks,
+each chunk a BLAS call (one per group for a grouped conv2d) on its own block
+of the output followed by the epilogue over that block while it is in that
+core's cache. A conv2d splits the output rows of each image (each thread
+fills only its own columns of the im2col buffer), a dense or matmul the
+larger of the output's columns and rows, a batched product (batch_matmul,
+matmul with `transpose_a`) its batch; large epilogues that run on their own
+get a parallel loop too. The thread count is OpenMP's (`$OMP_NUM_THREADS`,
+default every core), capped so each thread gets at least `MIN_CHUNK` rows or
+columns. Such C also holds a constructor that makes OpenBLAS itself
+single-threaded (`scipy_openblas_set_num_threads(1)`) when the library is
+loaded, so saved models and AOT libraries behave the same without Python:
+OpenBLAS's own threads would otherwise compete for the cores with OpenMP's
+(those of this C and of other backends' C, which spin for a while after each
+parallel loop). With `$BYOC_OPENMP=0` (or a compiler without OpenMP) the C
+has no pragma, no `omp.h` and no constructor: each product is one BLAS call
+at a time, which OpenBLAS may thread itself.
+
 OpenBLAS threads: OpenBLAS starts as many threads as cores (or
-`$OPENBLAS_NUM_THREADS`); `set_threads(n)` changes it for the process.
+`$OPENBLAS_NUM_THREADS`); `set_threads(n)` changes it for the process (also
+after an OpenMP module has set it to 1; then each OpenMP thread's call may use
+`n` threads).
 """
 
 from __future__ import annotations
@@ -30,7 +56,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -67,6 +93,7 @@ from byoc.dialects.emitc import (
     EmitC_CmpOp,
     EmitC_ConditionalOp,
     EmitC_ConstantOp,
+    EmitC_DivOp,
     EmitC_ForOp,
     EmitC_FuncOp,
     EmitC_GetGlobalOp,
@@ -87,15 +114,34 @@ from byoc.dialects.emitc import (
     EmitC_YieldOp,
 )
 from byoc.frontend.diagnostics import ByocError
-from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_shared
+from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_shared, openmp_flags
 
 NAME = "cblas"
 SGEMM = "scipy_cblas_sgemm"
+SGEMV = "scipy_cblas_sgemv"
 BLAS_INT_MAX = 2**31 - 1
 """sgemm's sizes and leading dimensions are `blasint`, 32-bit in scipy-openblas32."""
 
 ALIGNMENT = 64
 """Bytes: the scratch allocation and every buffer in it start on a cache line."""
+
+PARALLEL_MIN_WORK = 2**17
+"""Multiply-adds from which a product is split across OpenMP threads."""
+
+MIN_CHUNK = 16
+"""Output rows or columns (for conv2d: pixels) each OpenMP thread gets at least."""
+
+PARALLEL_MIN_ELEMENTS = 2**16
+"""Elements from which an epilogue running on its own is an OpenMP parallel loop."""
+
+OMP_PARALLEL_FOR = "#pragma omp parallel for schedule(static)"
+
+ONE_OPENBLAS_THREAD = (
+    "__attribute__((constructor)) static void byoc_cblas_one_openblas_thread(void) "
+    "{ scipy_openblas_set_num_threads(1); }"
+)
+"""In C that splits work with OpenMP: OpenBLAS must not start threads of its own
+inside those threads (`scipy_openblas_set_num_threads` is declared in cblas.h)."""
 
 
 # ---------------------------------------------------------------------------
@@ -518,6 +564,9 @@ class Affine:
     def __sub__(self, other: Affine | int) -> Affine:
         return self + other * -1
 
+    def __rsub__(self, other: int) -> Affine:
+        return self * -1 + other
+
 
 Index = Affine | int
 
@@ -543,6 +592,8 @@ class Builder:
 
     def __init__(self, block: Block):
         self.block = block
+        self.parallel = False
+        """Whether an OpenMP pragma was emitted."""
 
     def add(self, op: Operation) -> Operation:
         self.block.add_op(op)
@@ -562,15 +613,23 @@ class Builder:
         if isinstance(index, int):
             return self.i64(index)
         total: SSAValue | None = None
-        for var, coeff in index.terms:
-            term = var if coeff == 1 else self.value(EmitC_MulOp(var, self.i64(coeff), i64))
-            total = term if total is None else self.value(EmitC_AddOp(total, term, i64))
+        const = index.const
+        # Added terms first, then the subtracted ones: `(v5 - v4) * 8` reads `v5 * 8 - v4 * 8`.
+        for var, coeff in sorted(index.terms, key=lambda term: term[1] < 0):
+            size = abs(coeff)
+            term = var if size == 1 else self.value(EmitC_MulOp(var, self.i64(size), i64))
+            if coeff > 0:
+                total = term if total is None else self.value(EmitC_AddOp(total, term, i64))
+                continue
+            if total is None:
+                total, const = self.i64(const), 0
+            total = self.value(EmitC_SubOp(total, term, i64))
         if total is None:
-            return self.i64(index.const)
-        if index.const > 0:
-            total = self.value(EmitC_AddOp(total, self.i64(index.const), i64))
-        elif index.const < 0:
-            total = self.value(EmitC_SubOp(total, self.i64(-index.const), i64))
+            return self.i64(const)
+        if const > 0:
+            total = self.value(EmitC_AddOp(total, self.i64(const), i64))
+        elif const < 0:
+            total = self.value(EmitC_SubOp(total, self.i64(-const), i64))
         return total
 
     def lvalue(self, ref: Ref, index: Index) -> SSAValue:
@@ -612,13 +671,25 @@ class Builder:
             self.block = outer
 
     @contextmanager
-    def loop(self, stop: int, start: int = 0) -> Iterator[Index]:
-        """`for (int64_t i = start; i < stop; i += 1)`; no loop for one iteration."""
+    def loop(self, stop: int, start: int = 0, parallel: bool = False) -> Iterator[Index]:
+        """`for (int64_t i = start; i < stop; i += 1)`; no loop for one iteration.
+
+        `parallel`: an OpenMP loop (`#pragma omp parallel for`) when there is a loop.
+        """
         if stop - start == 1:
             yield start
             return
+        with self.span(start, stop, parallel) as i:
+            yield i
+
+    @contextmanager
+    def span(self, start: Index, stop: Index, parallel: bool = False) -> Iterator[Affine]:
+        """`for (int64_t i = start; i < stop; i += 1)` with bounds known at run time."""
         body = Block(arg_types=[i64])
-        bounds = self.i64(start), self.i64(stop), self.i64(1)
+        bounds = self.index(start), self.index(stop), self.i64(1)
+        if parallel:  # the pragma must be the line right before the `for`
+            self.add(EmitC_VerbatimOp(OMP_PARALLEL_FOR))
+            self.parallel = True
         self.add(EmitC_ForOp(*bounds, Region(body)))
         with self.inside(body):
             yield Affine.of(body.args[0])
@@ -643,11 +714,76 @@ def _operand(index: int) -> IntegerAttr:
     return IntegerAttr(index, IndexType())
 
 
-class FunctionEmitter:
-    """Builds the `emitc.func` of one outlined function from its plan."""
+@dataclass(frozen=True)
+class Gemm:
+    """`C = op(A) op(B)`, row-major: op(A) is m x k, op(B) k x n, C m x n.
 
-    def __init__(self, function: func.FuncOp):
+    `m` and `n` are Affine for a block whose size is known at run time (the
+    chunk of an OpenMP thread).
+    """
+
+    a: Ref
+    b: Ref
+    c: Ref
+    trans_a: bool
+    trans_b: bool
+    m: Index
+    n: Index
+    k: int
+    lda: int
+    ldb: int
+    ldc: int
+
+    def columns(self, start: Index, stop: Index) -> Gemm:
+        """Columns [start, stop) of C: those of B (rows, if B is stored transposed)."""
+        return replace(
+            self,
+            b=self.b.at(start * self.ldb if self.trans_b else start),
+            c=self.c.at(start),
+            n=stop - start,
+        )
+
+    def rows(self, start: Index, stop: Index) -> Gemm:
+        """Rows [start, stop) of C: those of A (columns, if A is stored transposed)."""
+        return replace(
+            self,
+            a=self.a.at(start if self.trans_a else start * self.lda),
+            c=self.c.at(start * self.ldc),
+            m=stop - start,
+        )
+
+    def shifted(self, i: Index, strides: tuple[int, int, int]) -> Gemm:
+        """The product `i` of a batch whose A, B and C are `strides` floats apart."""
+        sa, sb, sc = strides
+        return replace(self, a=self.a.at(i * sa), b=self.b.at(i * sb), c=self.c.at(i * sc))
+
+
+@dataclass(frozen=True)
+class BlockEpilogue:
+    """An epilogue over a matrix [rows, columns], with the bias along one of them."""
+
+    bias: Ref | None
+    on_rows: bool
+    relu: bool
+
+
+def _size(index: Index) -> int | None:
+    """`index` if it is known at codegen time."""
+    if isinstance(index, int):
+        return index
+    return None if index.terms else index.const
+
+
+class FunctionEmitter:
+    """Builds the `emitc.func` of one outlined function from its plan.
+
+    With `openmp`, products of at least PARALLEL_MIN_WORK multiply-adds are
+    split across OpenMP threads; `uses_openmp` tells whether any was.
+    """
+
+    def __init__(self, function: func.FuncOp, openmp: bool = False):
         self.function = function
+        self.openmp = openmp
         self.steps = plan_steps(function)
         block = function.body.block
         ret = block.last_op
@@ -763,66 +899,157 @@ class FunctionEmitter:
 
     # -- steps ----------------------------------------------------------------
 
+    @property
+    def uses_openmp(self) -> bool:
+        return self.b.parallel
+
     def _step(self, step: Step, col: Ref | None) -> None:
         op = step.op
         out = self.refs[step.result]
+        shape = _shape(step.result)
+        block = self._block_epilogue(step.epilogue, shape)
         if isinstance(op, relay.DenseOp):
-            self._dense(op, out)
+            done = self._dense(op, out, block)
         elif isinstance(op, relay.MatmulOp):
-            self._matmul(op, out)
+            done = self._matmul(op, out, block)
         elif isinstance(op, relay.BatchMatmulOp):
-            self._batch_matmul(op, out)
+            done = self._batch_matmul(op, out, block)
         elif isinstance(op, relay.Conv2dOp):
             self._conv2d(op, out, col, step.epilogue)
             return  # applies its epilogue image by image
         else:
             assert step.source is not None
-            self.epilogue(self.refs[step.source], out, _shape(step.result), step.epilogue)
+            self.epilogue(self.refs[step.source], out, shape, step.epilogue)
             return
-        self.epilogue(out, out, _shape(step.result), step.epilogue)
+        if not done:
+            self.epilogue(out, out, shape, step.epilogue)
+
+    def _block_epilogue(self, epilogue: Epilogue, shape: Sequence[int]) -> BlockEpilogue | None:
+        """`epilogue` over `shape` seen as a matrix [prod(shape[:-1]), shape[-1]], if it
+        can be: no bias, or a bias along the last axis or along the only long leading one.
+        None when there is nothing to do or the bias runs along another axis."""
+        if not epilogue:
+            return None
+        if epilogue.bias is None:
+            return BlockEpilogue(None, False, epilogue.relu)
+        bias, axis = self.refs[epilogue.bias], epilogue.axis
+        if axis == len(shape) - 1:
+            return BlockEpilogue(bias, False, epilogue.relu)
+        if all(size == 1 for i, size in enumerate(shape[:-1]) if i != axis):
+            return BlockEpilogue(bias, True, epilogue.relu)
+        return None
+
+    # -- BLAS calls -----------------------------------------------------------
+
+    def blas(self, g: Gemm) -> None:
+        """One call: sgemv when C is one row or one column, else sgemm."""
+        b = self.b
+        a_ptr, b_ptr, c_ptr = (b.pointer(ref) for ref in (g.a, g.b, g.c))
+        trans = lambda t: _opaque("CblasTrans" if t else "CblasNoTrans")  # noqa: E731
+        one, zero = FloatAttr(1.0, f32), FloatAttr(0.0, f32)
+        args: list[Attribute | SSAValue]
+        if _size(g.m) == 1:  # c[0, :] = a[0, :] op(B): x is A's only row (a column if stored transposed)
+            incx = g.lda if g.trans_a else 1
+            rows, cols = (g.n, g.k) if g.trans_b else (g.k, g.n)
+            args = [
+                _opaque("CblasRowMajor"), trans(not g.trans_b), rows, cols,
+                one, b_ptr, g.ldb, a_ptr, incx, zero, c_ptr, 1,
+            ]
+            callee = SGEMV
+        elif _size(g.n) == 1:  # c[:, 0] = op(A) b[:, 0]: x is B's only column
+            incx = 1 if g.trans_b else g.ldb
+            rows, cols = (g.k, g.m) if g.trans_a else (g.m, g.k)
+            args = [
+                _opaque("CblasRowMajor"), trans(g.trans_a), rows, cols,
+                one, a_ptr, g.lda, b_ptr, incx, zero, c_ptr, g.ldc,
+            ]
+            callee = SGEMV
+        else:
+            args = [
+                _opaque("CblasRowMajor"), trans(g.trans_a), trans(g.trans_b),
+                g.m, g.n, g.k, one, a_ptr, g.lda, b_ptr, g.ldb, zero, c_ptr, g.ldc,
+            ]
+            callee = SGEMM
+        operands: list[SSAValue] = []
+        attrs: list[Attribute] = []
+        for arg in args:
+            if isinstance(arg, int | Affine):
+                size = _size(arg)
+                if size is not None:
+                    attrs.append(_blas_int(size))
+                    continue
+                arg = b.value(EmitC_CastOp(b.index(arg), i32))
+            if isinstance(arg, SSAValue):
+                attrs.append(_operand(len(operands)))
+                operands.append(arg)
+            else:
+                attrs.append(arg)
+        b.call(callee, operands, attrs)
+
+    def threads(self, limit: int) -> SSAValue:
+        """`min(omp_get_max_threads(), limit)`: how many chunks a split makes."""
+        b = self.b
+        count = b.call("omp_get_max_threads", [], results=[i32]).results[0]
+        count = b.value(EmitC_CastOp(count, i64))
+        cap = b.i64(limit)
+        over = b.value(EmitC_CmpOp("gt", count, cap))
+        return b.value(EmitC_ConditionalOp(over, cap, count))
+
+    @contextmanager
+    def chunks(self, threads: SSAValue, size: int) -> Iterator[tuple[Affine, Affine]]:
+        """An OpenMP loop over `threads` chunks of [0, size); yields chunk t's bounds,
+        [t * size / threads, (t + 1) * size / threads)."""
+        b = self.b
+        with b.span(0, Affine.of(threads), parallel=True) as t:
+            start = b.value(EmitC_DivOp(b.index(t * size), threads, i64))
+            stop = b.value(EmitC_DivOp(b.index(t * size + size), threads, i64))
+            yield Affine.of(start), Affine.of(stop)
 
     def gemm(
         self,
-        a: Ref,
-        b: Ref,
-        c: Ref,
-        trans_a: bool,
-        trans_b: bool,
-        m: int,
-        n: int,
-        k: int,
-        lda: int,
-        ldb: int,
-        ldc: int,
+        g: Gemm,
         batch: int = 1,
         strides: tuple[int, int, int] = (0, 0, 0),
-    ) -> None:
-        """`C = op(A) op(B)` row-major, `batch` times with the given element strides."""
-        builder = self.b
-        with builder.loop(batch) as i:
-            operands = [
-                builder.pointer(ref.at(i * stride))
-                for ref, stride in zip((a, b, c), strides)
-            ]
-            trans = lambda t: _opaque("CblasTrans" if t else "CblasNoTrans")  # noqa: E731
-            builder.call(
-                SGEMM,
-                operands,
-                [
-                    _opaque("CblasRowMajor"), trans(trans_a), trans(trans_b),
-                    _blas_int(m), _blas_int(n), _blas_int(k),
-                    FloatAttr(1.0, f32), _operand(0), _blas_int(lda),
-                    _operand(1), _blas_int(ldb),
-                    FloatAttr(0.0, f32), _operand(2), _blas_int(ldc),
-                ],
-            )
+        epilogue: BlockEpilogue | None = None,
+    ) -> bool:
+        """`C = op(A) op(B)`, `batch` times with the given element strides.
 
-    def _dense(self, op: relay.DenseOp, out: Ref) -> None:
+        With OpenMP and enough work, a batch is an OpenMP loop, and a single
+        product is split into chunks of its longer side, each followed by
+        `epilogue` on its block. Returns whether `epilogue` was applied.
+        """
+        m, n = _size(g.m), _size(g.n)
+        assert m is not None and n is not None
+        if self.openmp and batch * m * n * g.k >= PARALLEL_MIN_WORK:
+            if batch >= 2:
+                with self.b.loop(batch, parallel=True) as i:
+                    self.blas(g.shifted(i, strides))
+                return False
+            along_columns = n >= m
+            size = n if along_columns else m
+            if size // MIN_CHUNK >= 2:
+                threads = self.threads(size // MIN_CHUNK)
+                with self.chunks(threads, size) as (start, stop):
+                    if along_columns:
+                        self.blas(g.columns(start, stop))
+                        rows, cols = (0, m), (start, stop)
+                    else:
+                        self.blas(g.rows(start, stop))
+                        rows, cols = (start, stop), (0, n)
+                    if epilogue is not None:
+                        self.epilogue_block(g.c, g.ldc, rows, cols, epilogue)
+                return epilogue is not None
+        with self.b.loop(batch) as i:
+            self.blas(g.shifted(i, strides))
+        return False
+
+    def _dense(self, op: relay.DenseOp, out: Ref, epilogue: BlockEpilogue | None) -> bool:
         data, weight = op.operands
         (n, k), m = _shape(weight), math.prod(_shape(data)[:-1])
-        self.gemm(self.refs[data], self.refs[weight], out, False, True, m, n, k, k, k, n)
+        g = Gemm(self.refs[data], self.refs[weight], out, False, True, m, n, k, k, k, n)
+        return self.gemm(g, epilogue=epilogue)
 
-    def _matmul(self, op: relay.MatmulOp, out: Ref) -> None:
+    def _matmul(self, op: relay.MatmulOp, out: Ref, epilogue: BlockEpilogue | None) -> bool:
         a, b = op.operands
         attrs = op.attrs()
         ta, tb = bool(attrs["transpose_a"]), bool(attrs["transpose_b"])
@@ -832,16 +1059,16 @@ class FunctionEmitter:
         if not ta:  # every leading dimension of a is a row of one GEMM
             k = a_shape[-1]
             m = math.prod(a_shape[:-1])
-            self.gemm(self.refs[a], self.refs[b], out, False, tb, m, n, k, k, ldb, n)
-            return
+            g = Gemm(self.refs[a], self.refs[b], out, False, tb, m, n, k, k, ldb, n)
+            return self.gemm(g, epilogue=epilogue)
         k, m = a_shape[-2:]
         batch = math.prod(a_shape[:-2])
-        self.gemm(
-            self.refs[a], self.refs[b], out, True, tb, m, n, k, m, ldb, n,
-            batch=batch, strides=(k * m, 0, m * n),
-        )
+        g = Gemm(self.refs[a], self.refs[b], out, True, tb, m, n, k, m, ldb, n)
+        return self.gemm(g, batch, (k * m, 0, m * n), epilogue if batch == 1 else None)
 
-    def _batch_matmul(self, op: relay.BatchMatmulOp, out: Ref) -> None:
+    def _batch_matmul(
+        self, op: relay.BatchMatmulOp, out: Ref, epilogue: BlockEpilogue | None
+    ) -> bool:
         x, y = op.operands
         attrs = op.attrs()
         ta, tb = bool(attrs["transpose_a"]), bool(attrs["transpose_b"])
@@ -850,16 +1077,19 @@ class FunctionEmitter:
         k = x_shape[1] if ta else x_shape[2]
         lda, ldb = x_shape[2], y_shape[2]
         if y_shape[0] == 1 and not ta:  # one y for every batch: stack x's rows
-            self.gemm(self.refs[x], self.refs[y], out, False, tb, x_shape[0] * m, n, k, lda, ldb, n)
-            return
-        self.gemm(
-            self.refs[x], self.refs[y], out, ta, tb, m, n, k, lda, ldb, n,
-            batch=batch,
-            strides=(m * k if x_shape[0] > 1 else 0, n * k if y_shape[0] > 1 else 0, m * n),
-        )
+            g = Gemm(self.refs[x], self.refs[y], out, False, tb, x_shape[0] * m, n, k, lda, ldb, n)
+            return self.gemm(g, epilogue=epilogue)
+        g = Gemm(self.refs[x], self.refs[y], out, ta, tb, m, n, k, lda, ldb, n)
+        strides = (m * k if x_shape[0] > 1 else 0, n * k if y_shape[0] > 1 else 0, m * n)
+        return self.gemm(g, batch, strides, epilogue if batch == 1 else None)
 
     def _conv2d(self, op: relay.Conv2dOp, out: Ref, col: Ref | None, epilogue: Epilogue) -> None:
-        """Per image: im2col (unless 1x1 direct), one sgemm per group, the epilogue."""
+        """Per image: im2col (unless 1x1 direct), one sgemm per group, the epilogue.
+
+        With OpenMP and enough work per image, the output rows of each image
+        are split across threads: each fills its columns of the im2col
+        buffer, multiplies them and applies the epilogue to them.
+        """
         data, weight = op.operands
         attrs = op.attrs()
         groups = attrs["groups"]
@@ -870,20 +1100,42 @@ class FunctionEmitter:
         og, kg, ohw = out_channels // groups, per_group * kh * kw, oh * ow
         x = self.refs[data]
         per_image = epilogue.bias is None or epilogue.axis >= 1
+        image_epilogue = Epilogue(epilogue.bias, max(epilogue.axis - 1, 0), epilogue.relu)
+        limit = min(oh, ohw // MIN_CHUNK)
+        split = self.openmp and out_channels * ohw * kg >= PARALLEL_MIN_WORK and limit >= 2
+        threads = self.threads(limit) if split else None
         with self.b.loop(n_images) as n:
             image = x.at(n * (channels * h * w))
+            result = out.at(n * (out_channels * ohw))
             if col is None:  # 1x1 direct: B is the image, [C, H*W]
                 source, group_stride = image, per_group * h * w
             else:
-                self.im2col(image, col, op, (channels, h, w), (kh, kw), (oh, ow))
                 source, group_stride = col, kg * ohw
-            result = out.at(n * (out_channels * ohw))
-            self.gemm(
-                self.refs[weight], source, result, False, False, og, ohw, kg, kg, ohw, ohw,
-                batch=groups, strides=(og * kg, group_stride, og * ohw),
-            )
-            if per_image and epilogue:
-                image_epilogue = Epilogue(epilogue.bias, max(epilogue.axis - 1, 0), epilogue.relu)
+            g = Gemm(self.refs[weight], source, result, False, False, og, ohw, kg, kg, ohw, ohw)
+            strides = (og * kg, group_stride, og * ohw)
+            block = None
+            if threads is None:
+                if col is not None:
+                    self.im2col(image, col, op, (channels, h, w), (kh, kw), (oh, ow))
+                self.gemm(g, batch=groups, strides=strides)
+            else:
+                if per_image and (epilogue.bias is None or epilogue.axis == 1):
+                    # Over [C, OH*OW]: the bias, if any, is one per row.
+                    bias = None if epilogue.bias is None else self.refs[epilogue.bias]
+                    block = BlockEpilogue(bias, True, epilogue.relu) if epilogue else None
+                with self.chunks(threads, oh) as (y0, y1):
+                    if col is not None:
+                        self.im2col(
+                            image, col, op, (channels, h, w), (kh, kw), (oh, ow), (y0, y1)
+                        )
+                    part = g.columns(y0 * ow, y1 * ow)
+                    with self.b.loop(groups) as i:
+                        self.blas(part.shifted(i, strides))
+                    if block is not None:
+                        self.epilogue_block(
+                            result, ohw, (0, out_channels), (y0 * ow, y1 * ow), block
+                        )
+            if per_image and epilogue and block is None:
                 self.epilogue(result, result, (out_channels, oh, ow), image_epilogue)
         if not per_image:
             self.epilogue(out, out, _shape(op.results[0]), epilogue)
@@ -896,8 +1148,12 @@ class FunctionEmitter:
         chw: tuple[int, int, int],
         kernel: tuple[int, int],
         out_hw: tuple[int, int],
+        rows: tuple[Index, Index] | None = None,
     ) -> None:
         """`col[(c, i, j), (y, x)] = image[c, y*sh + i*dh - top, x*sw + j*dw - left]`, 0 outside.
+
+        Only the output rows y in `rows` (all by default) when given: the
+        columns of one OpenMP thread, in the same [C*KH*KW, OH*OW] layout.
 
         The columns x where a kernel column j reads inside the image are
         known at codegen time, so j is unrolled and each row is a zero
@@ -921,7 +1177,7 @@ class FunctionEmitter:
                 # Columns x reading inside the image: 0 <= x*sw + shift < w.
                 first = max(0, -(shift // sw))
                 last = max(first, min(ow, (w - 1 - shift) // sw + 1))
-                with b.loop(oh) as y:
+                with b.loop(oh) if rows is None else b.span(*rows) as y:
                     row = col.at((((c * kh + i) * kw + j) * oh + y) * ow)
                     iy = y * sh + i * dh - top
                     source = image.at(((c * h) + iy) * w + shift)
@@ -957,7 +1213,11 @@ class FunctionEmitter:
                 self.b.store(ref, x, zero)
 
     def epilogue(self, src: Ref, dst: Ref, shape: Sequence[int], epilogue: Epilogue) -> None:
-        """One pass over `shape`: `dst = relu(src + bias)` (bias and relu as planned)."""
+        """One pass over `shape`: `dst = relu(src + bias)` (bias and relu as planned).
+
+        With OpenMP, a pass over at least PARALLEL_MIN_ELEMENTS is an OpenMP
+        loop over its outermost axis.
+        """
         if not epilogue:
             assert src == dst
             return
@@ -970,19 +1230,52 @@ class FunctionEmitter:
         else:
             outer, channels, inner = 1, 1, math.prod(shape)
             bias = None
-        with b.loop(outer) as o, b.loop(channels) as c:
+        parallel = self.openmp and math.prod(shape) >= PARALLEL_MIN_ELEMENTS
+        with (
+            b.loop(outer, parallel=parallel) as o,
+            b.loop(channels, parallel=parallel and outer == 1) as c,
+        ):
             add = b.load(bias, c) if bias is not None else None
-            with b.loop(inner) as i:
+            with b.loop(inner, parallel=parallel and outer == channels == 1) as i:
                 at = (o * channels + c) * inner + i
-                value = b.load(src, at)
-                if add is not None:
-                    value = b.value(EmitC_AddOp(value, add, f32))
-                if epilogue.relu:
-                    # `x < 0 ? 0 : x` keeps NaN, as relay's max(x, 0) does.
-                    zero = b.f32(0.0)
-                    negative = b.value(EmitC_CmpOp("lt", value, zero))
-                    value = b.value(EmitC_ConditionalOp(negative, zero, value))
-                b.store(dst, at, value)
+                b.store(dst, at, self._apply(b.load(src, at), add, epilogue.relu))
+
+    def epilogue_block(
+        self,
+        c: Ref,
+        ldc: int,
+        rows: tuple[Index, Index],
+        cols: tuple[Index, Index],
+        epilogue: BlockEpilogue,
+    ) -> None:
+        """The epilogue, in place, on rows x cols of the matrix `c` (leading dimension `ldc`)."""
+        b = self.b
+        bias = epilogue.bias
+        with self._range(*rows) as r:
+            add = b.load(bias, r) if bias is not None and epilogue.on_rows else None
+            with self._range(*cols) as x:
+                at = r * ldc + x
+                if bias is not None and not epilogue.on_rows:
+                    add = b.load(bias, x)
+                b.store(c, at, self._apply(b.load(c, at), add, epilogue.relu))
+
+    def _range(self, start: Index, stop: Index):  # noqa: ANN202 - a context manager
+        low, high = _size(start), _size(stop)
+        if low is not None and high is not None:
+            return self.b.loop(high, low)
+        return self.b.span(start, stop)
+
+    def _apply(self, value: SSAValue, add: SSAValue | None, relu: bool) -> SSAValue:
+        """`relu(value + add)`, each part only if given."""
+        b = self.b
+        if add is not None:
+            value = b.value(EmitC_AddOp(value, add, f32))
+        if relu:
+            # `x < 0 ? 0 : x` keeps NaN, as relay's max(x, 0) does.
+            zero = b.f32(0.0)
+            negative = b.value(EmitC_CmpOp("lt", value, zero))
+            value = b.value(EmitC_ConditionalOp(negative, zero, value))
+        return value
 
 
 # ---------------------------------------------------------------------------
@@ -990,38 +1283,70 @@ class FunctionEmitter:
 # ---------------------------------------------------------------------------
 
 
-def emitc_module(functions: ModuleOp) -> ModuleOp:
-    """The emitc module of a module of outlined functions (verified)."""
-    ops: list[Operation] = [EmitC_IncludeOp("cblas.h")]
+def emitc_module(functions: ModuleOp, openmp: bool | None = None) -> ModuleOp:
+    """The emitc module of a module of outlined functions (verified).
+
+    `openmp` (default: whether `openmp_flags()` allows it) lets large products
+    be split across OpenMP threads.
+    """
+    return _emitc_module(functions, _openmp() if openmp is None else openmp)[0]
+
+
+def _openmp() -> bool:
+    return bool(openmp_flags())
+
+
+def _emitc_module(functions: ModuleOp, openmp: bool) -> tuple[ModuleOp, bool]:
+    """The emitc module, and whether its C uses OpenMP."""
+    ops: list[Operation] = []
+    parallel = False
     for function in functions.ops:
         if isinstance(function, func.FuncOp):
-            emitter = FunctionEmitter(function)
+            emitter = FunctionEmitter(function, openmp)
             kernel = emitter.emit()
             ops += [*emitter.globals, kernel]
-    module = ModuleOp(ops)
+            parallel = parallel or emitter.uses_openmp
+    head: list[Operation] = [EmitC_IncludeOp("cblas.h")]
+    if parallel:
+        head += [EmitC_IncludeOp("omp.h"), EmitC_VerbatimOp(ONE_OPENBLAS_THREAD)]
+    module = ModuleOp([*head, *ops])
     module.verify()
-    return module
+    return module, parallel
+
+
+def _generate(functions: ModuleOp, openmp: bool) -> tuple[str, bool]:
+    """C source for a module of outlined relay functions, and whether it uses OpenMP."""
+    from byoc.targets.c import emit_c
+
+    module, parallel = _emitc_module(functions, openmp)
+    return emit_c(module), parallel
 
 
 def generate_c(functions: ModuleOp) -> str:
     """C source for a module of outlined relay functions."""
-    from byoc.targets.c import emit_c
-
-    return emit_c(emitc_module(functions))
+    return _generate(functions, _openmp())[0]
 
 
 def codegen(functions: ModuleOp) -> Artifact:
-    """Generate C calling sgemm and compile it against the wheel's OpenBLAS."""
+    """Generate C calling sgemm and compile it against the wheel's OpenBLAS.
+
+    C that splits work with OpenMP is compiled and linked with `openmp_flags()`,
+    which the artifact's flags carry for the AOT exporter.
+    """
     library = openblas()
-    source = generate_c(functions)
+    openmp = openmp_flags()
+    source, parallel = _generate(functions, bool(openmp))
+    omp = openmp if parallel else ()
     symbols = [op.sym_name.data for op in functions.ops if isinstance(op, func.FuncOp)]
     return Artifact(
         backend=NAME,
         symbols=symbols,
         sources={"cblas.c": source},
-        libraries=[compile_shared(source, library.flags, library.libraries)],
-        c_flags=[f"-I{library.include_dir}"],
-        link_flags=list(library.libraries),
+        libraries=[
+            compile_shared(source, (*library.flags, *omp), (*omp, *library.libraries))
+        ],
+        c_flags=[f"-I{library.include_dir}", *omp],
+        link_flags=[*omp, *library.libraries],
     )
 
 
@@ -1029,7 +1354,7 @@ backend = Backend(
     name=NAME,
     ops=KERNEL_CHECKS,
     codegen=codegen,
-    description="dense, matmul, batch_matmul and conv2d as OpenBLAS sgemm calls",
+    description="dense, matmul, batch_matmul and conv2d as OpenBLAS sgemm/sgemv calls",
     source=generate_c,
     composites=COMPOSITES,
 )

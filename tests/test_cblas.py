@@ -10,6 +10,7 @@ lowered before passes/lower_nn.py existed.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -47,6 +48,13 @@ def check(
     return check_against_reference(module, targets, seed, RTOL, ATOL)
 
 
+def sequential_c(module: ModuleOp) -> str:
+    """The C cblas makes for the one function the partitioner outlines, without OpenMP."""
+    from byoc.targets.c import emit_c
+
+    return emit_c(cblas.emitc_module(ModuleOp([_outlined(module)]), openmp=False))
+
+
 def on_cblas(model: byoc.CompiledModule, *op_names: str) -> None:
     """Each of `op_names` left the host for a cblas function."""
     host = host_ir(model)
@@ -70,10 +78,14 @@ def test_dense(data, units):
     model = check(module)
     on_cblas(model, "relay.nn.dense")
     m = math.prod(data[:-1])
+    source = sequential_c(module)
+    if m == 1:  # one row: y = W x, the weight [N, K] as is
+        assert f"scipy_cblas_sgemv(CblasRowMajor, CblasNoTrans, {units}, {k}, 1.0f, " in source
+        return
     # Row-major, weight [N, K] read transposed: C = A . B^T in one call.
     assert (
         f"scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, {m}, {units}, {k}, "
-        in model.c_source
+        in source
     )
 
 
@@ -567,3 +579,392 @@ def test_pack_shares_memory_between_buffers_not_live_together():
     # a and c never live together: they share offset 0; b sits after them.
     assert a.offset == c.offset == 0
     assert b.offset >= 112 and total == b.offset + 64
+
+
+# ---------------------------------------------------------------------------
+# One-row and one-column products: sgemv
+# ---------------------------------------------------------------------------
+
+
+def _matmul(ta: bool = False, tb: bool = False) -> Callable[..., SSAValue]:
+    return lambda e, a, b: e(relay.MatmulOp(a, b, transpose_a=ta, transpose_b=tb))
+
+
+def _batch_matmul(ta: bool = False, tb: bool = False) -> Callable[..., SSAValue]:
+    return lambda e, a, b: e(relay.BatchMatmulOp(a, b, transpose_a=ta, transpose_b=tb))
+
+
+def _dense(e: Emit, x: SSAValue, w: SSAValue) -> SSAValue:
+    return e(relay.DenseOp(x, w))
+
+
+# name: (shapes, body, the sgemv call after `CblasRowMajor, `: trans, rows, cols, ...)
+VECTOR_PRODUCTS = {
+    # weight [N, K] (dense): y = W x.
+    "dense_batch_1": (
+        [(1, 48), (20, 48)], _dense, "CblasNoTrans, 20, 48, 1.0f, v1, 48, v0, 1, 0.0f, v2, 1)"
+    ),
+    "dense_3d_batch_1": (
+        [(1, 1, 48), (20, 48)], _dense, "CblasNoTrans, 20, 48, 1.0f, v1, 48, v0, 1,"
+    ),
+    # weight [K, N] (matmul): y = W^T x.
+    "matmul_weight_k_n": (
+        [(1, 48), (48, 20)], _matmul(), "CblasTrans, 48, 20, 1.0f, v1, 20, v0, 1, 0.0f, v2, 1)"
+    ),
+    "matmul_weight_n_k": (
+        [(1, 48), (20, 48)], _matmul(tb=True), "CblasNoTrans, 20, 48, 1.0f, v1, 48, v0, 1,"
+    ),
+    # a stored [K, 1] (transpose_a): its one column is x, stride lda = 1.
+    "matmul_transposed_a": (
+        [(48, 1), (48, 20)], _matmul(ta=True), "CblasTrans, 48, 20, 1.0f, v1, 20, v0, 1,"
+    ),
+    "batch_matmul_rows": (
+        [(3, 1, 48), (3, 20, 48)], _batch_matmul(tb=True), "CblasNoTrans, 20, 48, 1.0f, "
+    ),
+    "batch_matmul_rows_k_n": (
+        [(3, 1, 48), (3, 48, 20)], _batch_matmul(), "CblasTrans, 48, 20, 1.0f, "
+    ),
+    # One output column: y = op(A) b.
+    "dense_one_unit": (
+        [(6, 48), (1, 48)], _dense, "CblasNoTrans, 6, 48, 1.0f, v0, 48, v1, 1, 0.0f, v2, 1)"
+    ),
+    "matmul_one_column": (
+        [(6, 48), (48, 1)], _matmul(), "CblasNoTrans, 6, 48, 1.0f, v0, 48, v1, 1,"
+    ),
+    "matmul_one_column_transposed_a": (
+        [(48, 6), (48, 1)], _matmul(ta=True), "CblasTrans, 48, 6, 1.0f, v0, 6, v1, 1,"
+    ),
+    "batch_matmul_columns": (
+        [(2, 6, 48), (2, 1, 48)], _batch_matmul(tb=True), "CblasNoTrans, 6, 48, 1.0f, "
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VECTOR_PRODUCTS))
+def test_one_row_or_column_products_are_sgemv(name):
+    shapes, body, call = VECTOR_PRODUCTS[name]
+    module = build(shapes, body)
+    model = check(module)
+    source = model.c_source
+    assert f"scipy_cblas_sgemv(CblasRowMajor, {call}" in source
+    assert "scipy_cblas_sgemm(" not in source
+
+
+def test_batch_1_dense_with_bias_and_relu_is_sgemv_then_the_epilogue():
+    # The CNN's last layer: [1, 8192] x [10, 8192]^T + bias.
+    model = check(dense_module(("bias", "relu"), data=(1, 8192), units=10))
+    source = model.c_source
+    assert "scipy_cblas_sgemv(CblasRowMajor, CblasNoTrans, 10, 8192, 1.0f, " in source
+    assert "scipy_cblas_sgemm(" not in source
+    assert "< 0.0f) ? 0.0f :" in source
+
+
+def test_one_row_conv_output_is_sgemv():
+    # One output channel: the weight row times the im2col matrix.
+    model = check(conv_module("one_output_channel", ("bias", "relu")))
+    assert "scipy_cblas_sgemv(CblasRowMajor, CblasTrans, 27, 36, 1.0f, " in model.c_source
+
+
+# ---------------------------------------------------------------------------
+# OpenMP: large products split across threads
+# ---------------------------------------------------------------------------
+
+PRAGMA = "#pragma omp parallel for schedule(static)"
+
+
+@pytest.fixture
+def openmp(monkeypatch):
+    """OpenMP on for this test (whatever $BYOC_OPENMP says), if the compiler has it."""
+    from byoc.runtime.toolchain import openmp_flags
+
+    monkeypatch.setenv("BYOC_OPENMP", "1")
+    if not openmp_flags():
+        pytest.skip("the C compiler cannot build OpenMP code")
+
+
+def conv_bias_relu(data, out_channels, kernel=3, stride=1, padding=1, groups=1, axis=1):
+    """conv2d + bias_add (along `axis`) + relu."""
+    n, c, h, w = data
+    oh = (h + 2 * padding - kernel) // stride + 1
+    ow = (w + 2 * padding - kernel) // stride + 1
+    bias = (n, out_channels, oh, ow)[axis]
+
+    def body(e: Emit, x, wt, b):
+        y = conv(e, x, wt, stride, padding, 1, groups)
+        return e(relay.ReluOp(e(relay.BiasAddOp(y, b, axis=axis))))
+
+    return build([data, (out_channels, c // groups, kernel, kernel), (bias,)], body)
+
+
+def bias_dense(data, units, axis):
+    bias = (*data[:-1], units)[axis]
+    return build(
+        [data, (units, data[-1]), (bias,)],
+        lambda e, x, w, b: e(relay.ReluOp(e(relay.BiasAddOp(e(relay.DenseOp(x, w)), b, axis=axis)))),
+    )
+
+
+SPLIT = {
+    # conv2d: the rows of each image split, oh not a multiple of the thread count.
+    "conv_oh7_batch2": lambda: conv_bias_relu((2, 32, 7, 7), 64),
+    "conv_oh5_wide": lambda: conv_bias_relu((1, 32, 5, 20), 32),
+    "conv_stride2": lambda: conv_bias_relu((1, 16, 15, 15), 32, stride=2),
+    "conv_7x7_stride2": lambda: conv_bias_relu((1, 8, 20, 20), 32, kernel=7, stride=2, padding=3),
+    "conv_grouped": lambda: conv_bias_relu((1, 32, 9, 9), 64, groups=2),
+    "conv_1x1_direct": lambda: conv_bias_relu((2, 64, 9, 9), 64, kernel=1, padding=0),
+    "conv_bias_along_y": lambda: conv_bias_relu((2, 32, 7, 7), 64, axis=2),
+    "conv_bias_along_batch": lambda: conv_bias_relu((2, 32, 7, 7), 64, axis=0),
+    "conv_no_epilogue": lambda: build(
+        [(1, 32, 7, 9), (48, 32, 3, 3)], lambda e, x, w: conv(e, x, w, 1, 1, 1, 1)
+    ),
+    # dense/matmul: the columns split (or the rows, when there are more of them).
+    "dense_columns": lambda: dense_module(("bias", "relu"), data=(64, 512), units=1024),
+    "dense_rows": lambda: dense_module(("bias",), data=(512, 64), units=40),
+    "dense_bias_along_rows": lambda: bias_dense((256, 64), 128, axis=0),
+    "dense_3d_bias_along_middle": lambda: bias_dense((4, 64, 128), 64, axis=1),
+    "mlp": mlp,
+    "matmul_k_n": lambda: build([(96, 256), (256, 200)], _matmul()),
+    "matmul_transposed_a": lambda: build([(256, 96), (200, 256)], _matmul(ta=True, tb=True)),
+    # sgemv split: rows of W [N, K], columns of W [K, N], rows of A.
+    "sgemv_rows": lambda: dense_module(("bias", "relu"), data=(1, 2048), units=1000),
+    "sgemv_columns": lambda: build([(1, 1024), (1024, 999)], _matmul()),
+    "sgemv_one_unit": lambda: dense_module(("bias",), data=(4096, 64), units=1),
+    # batches: an OpenMP loop over the batch.
+    "batch_matmul": lambda: build([(4, 64, 96), (4, 80, 96)], _batch_matmul(tb=True)),
+    "batch_matmul_transposed": lambda: build([(3, 96, 64), (3, 96, 80)], _batch_matmul(ta=True)),
+    "batch_matmul_shared_x": lambda: build([(1, 64, 96), (4, 80, 96)], _batch_matmul(tb=True)),
+    "batch_matmul_shared_y": lambda: build([(4, 64, 96), (1, 80, 96)], _batch_matmul(tb=True)),
+    "matmul_batched_transposed_a": lambda: build([(4, 96, 64), (96, 80)], _matmul(ta=True)),
+    # bias_add + relu of a returned product: a pass of its own, an OpenMP loop.
+    "standalone_epilogue": lambda: hand_annotated(
+        build(
+            [(256, 64), (512, 64), (512,)],
+            lambda e, x, w, b: (
+                e(relay.ReluOp(e(relay.BiasAddOp(y := e(relay.DenseOp(x, w)), b)))), y
+            ),
+        ),
+        "relay.nn.dense", "relay.nn.bias_add", "relay.nn.relu",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPLIT))
+def test_large_products_are_split_across_threads(openmp, name):
+    module = SPLIT[name]()
+    model = check(module)
+    source = model.c_source
+    assert PRAGMA in source
+    assert "#include <omp.h>" in source
+    assert "scipy_openblas_set_num_threads(1);" in source
+    # The pragma is the line right before its loop.
+    lines = source.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() == PRAGMA:
+            assert lines[i + 1].strip().startswith("for (int64_t ")
+    # Without OpenMP: the same products, sequential.
+    sequential = sequential_c(module)
+    assert "omp" not in sequential and "constructor" not in sequential
+
+
+def test_split_conv_fills_and_multiplies_its_own_rows(openmp):
+    source = check(conv_bias_relu((2, 32, 7, 7), 64)).c_source
+    # At most 7 * 7 / MIN_CHUNK = 3 threads; chunk t is rows [t*7/nt, (t+1)*7/nt).
+    assert re.search(r"int64_t (v\d+) = \(v\d+ > 3\) \? 3 : v\d+;", source)
+    assert re.search(r"int64_t v\d+ = \(v\d+ \* 7\) / v\d+;", source)
+    assert re.search(r"int64_t v\d+ = \(\(v\d+ \* 7\) \+ 7\) / v\d+;", source)
+    # One sgemm per chunk: its columns of the im2col buffer, ldb = ldc = 49.
+    call = re.search(r"scipy_cblas_sgemm\(CblasRowMajor, CblasNoTrans, CblasNoTrans, 64, (.*)\);", source)
+    assert call is not None
+    args = call.group(1).split(", ")
+    assert args[0].startswith("(int32_t) (") and args[1] == "288"
+    assert args[4] == "288" and args[6] == "49" and args[-1] == "49"
+    # The image loop stays sequential: one parallel loop, inside it.
+    assert source.count(PRAGMA) == 1
+    assert source.index("for (int64_t") < source.index(PRAGMA)
+
+
+def test_small_products_stay_sequential_without_openmp_code(openmp):
+    for module in (dense_module(("bias", "relu")), conv_module("3x3_same", ("bias", "relu"))):
+        source = check(module).c_source
+        assert "omp" not in source and "constructor" not in source
+        # The same C as without OpenMP (but for the symbol, prefixed in a compiled model).
+        assert re.sub(r"byoc_[0-9a-f]+_", "", source) == sequential_c(module)
+
+
+def test_generated_c_is_the_compiled_c_and_carries_the_openmp_flags(openmp, monkeypatch):
+    from byoc.runtime.toolchain import openmp_flags
+
+    functions = ModuleOp([_outlined(SPLIT["dense_columns"]())])
+    artifact = cblas.codegen(functions.clone())
+    assert artifact.sources["cblas.c"] == cblas.generate_c(functions.clone())
+    assert PRAGMA in artifact.sources["cblas.c"]
+    for flag in openmp_flags():
+        assert flag in artifact.c_flags and flag in artifact.link_flags
+    monkeypatch.setenv("BYOC_OPENMP", "0")
+    artifact = cblas.codegen(functions.clone())
+    source = artifact.sources["cblas.c"]
+    assert source == cblas.generate_c(functions.clone())
+    assert "omp" not in source and "constructor" not in source
+    assert "-fopenmp" not in artifact.c_flags + artifact.link_flags
+
+
+def test_translate_emits_openmp_only_when_allowed(openmp, tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "model.mlir"
+    path.write_text(str(SPLIT["conv_oh5_wide"]()))
+    translate = Path(sys.executable).parent / "byoc-translate"
+    sources = {}
+    for flag in ("1", "0"):
+        env = {**os.environ, "BYOC_OPENMP": flag, "BYOC_CACHE_DIR": str(tmp_path / "cache")}
+        proc = subprocess.run(
+            [str(translate), str(path), "--emit-c", "--annotate=cblas"],
+            capture_output=True, text=True, env=env,
+        )
+        assert proc.returncode == 0, proc.stderr
+        sources[flag] = proc.stdout
+    assert PRAGMA in sources["1"] and "#include <omp.h>" in sources["1"]
+    assert "omp" not in sources["0"] and "constructor" not in sources["0"]
+    assert "scipy_cblas_sgemm(" in sources["0"]
+
+
+RUN_SAVED = """
+import ctypes, sys
+import numpy as np
+import byoc
+from byoc.backends import cblas
+
+data = np.load(sys.argv[2])
+model = byoc.load(sys.argv[1])
+got = model(*[data[f"arg{i}"] for i in range(int(data["count"]))])
+np.testing.assert_allclose(got, data["want"], rtol=1e-4, atol=1e-5)
+try:
+    threads = ctypes.CDLL("libgomp.so.1").omp_get_max_threads()
+except OSError:
+    threads = -1
+print(threads, cblas.get_threads())
+"""
+
+
+def test_saved_split_model_runs_with_three_threads(openmp, tmp_path):
+    """OMP_NUM_THREADS=3 on a conv whose 7 rows do not split evenly; the saved
+    model makes OpenBLAS single-threaded when it loads, with no byoc code run."""
+    import os
+    import subprocess
+    import sys
+
+    module = conv_bias_relu((2, 32, 7, 7), 64)
+    model = check(module)
+    assert PRAGMA in model.c_source
+    model.save(tmp_path / "conv.byoc")
+    args = inputs(module, seed=5)
+    (want,) = byoc.run_reference(module, args)
+    np.savez(tmp_path / "data.npz", want=want, count=len(args), **{f"arg{i}": a for i, a in enumerate(args)})
+    env = {**os.environ, "OMP_NUM_THREADS": "3", "BYOC_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN_SAVED, str(tmp_path / "conv.byoc"), str(tmp_path / "data.npz")],
+        capture_output=True, text=True, env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    omp_threads, openblas_threads = map(int, proc.stdout.split())
+    assert omp_threads in (3, -1)
+    assert openblas_threads == 1
+
+
+COMPILE_SEQUENTIAL = """
+import sys
+import numpy as np
+import byoc
+from byoc.backends import cblas
+
+before = cblas.get_threads()
+data = np.load(sys.argv[2])
+model = byoc.compile(open(sys.argv[1]).read(), targets=["cblas"], cache=False)
+source = model.c_source
+assert "omp" not in source and "constructor" not in source, source
+assert "scipy_cblas_sgemm(" in source
+got = model(*[data[f"arg{i}"] for i in range(int(data["count"]))])
+np.testing.assert_allclose(got, data["want"], rtol=1e-4, atol=1e-5)
+assert cblas.get_threads() == before, (before, cblas.get_threads())
+print("ok")
+"""
+
+
+def test_byoc_openmp_0_compiles_sequential_c(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    module = conv_bias_relu((2, 32, 7, 7), 64)
+    (tmp_path / "model.mlir").write_text(str(module))
+    args = inputs(module, seed=6)
+    (want,) = byoc.run_reference(module, args)
+    np.savez(tmp_path / "data.npz", want=want, count=len(args), **{f"arg{i}": a for i, a in enumerate(args)})
+    env = {**os.environ, "BYOC_OPENMP": "0", "BYOC_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-c", COMPILE_SEQUENTIAL, str(tmp_path / "model.mlir"), str(tmp_path / "data.npz")],
+        capture_output=True, text=True, env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
+
+
+AOT_PROGRAM = r"""
+#include <stdio.h>
+#include "dense.h"
+
+int main(void) {
+  static float x[DENSE_INPUT_0_SIZE], w[DENSE_INPUT_1_SIZE], b[DENSE_INPUT_2_SIZE], y[DENSE_OUTPUT_0_SIZE];
+  for (int i = 0; i < DENSE_INPUT_0_SIZE; ++i) x[i] = (float)(i % 7) * 0.25f - 0.75f;
+  for (int i = 0; i < DENSE_INPUT_1_SIZE; ++i) w[i] = (float)(i % 11) * 0.0625f - 0.3125f;
+  for (int i = 0; i < DENSE_INPUT_2_SIZE; ++i) b[i] = (float)(i % 3) * 0.5f - 0.5f;
+  if (dense_run(x, w, b, y) != 0) return 1;
+  for (int i = 0; i < DENSE_OUTPUT_0_SIZE; ++i) printf("%.9g\n", y[i]);
+  return 0;
+}
+"""
+
+
+def test_exported_library_splits_with_openmp(openmp, tmp_path):
+    """The AOT library links the OpenMP runtime from the artifact's flags."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    m, k, n = 16, 256, 256
+    module = dense_module(("bias", "relu"), data=(m, k), units=n)
+    (tmp_path / "dense.mlir").write_text(str(module))
+    translate = Path(sys.executable).parent / "byoc-translate"
+    env = {**os.environ, "BYOC_CACHE_DIR": str(tmp_path / "cache")}
+    source = subprocess.run(
+        [str(translate), str(tmp_path / "dense.mlir"), "--emit-c", "--annotate=cblas"],
+        capture_output=True, text=True, env=env,
+    )
+    assert source.returncode == 0 and PRAGMA in source.stdout, source.stderr
+    proc = subprocess.run(
+        [str(translate), str(tmp_path / "dense.mlir"), "--emit-library", "--annotate=cblas",
+         "--name", "dense", "-o", str(tmp_path / "libdense.so")],
+        capture_output=True, text=True, env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (tmp_path / "main.c").write_text(AOT_PROGRAM)
+    build_ = subprocess.run(
+        ["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", str(tmp_path / "main.c"), "-I", str(tmp_path),
+         "-L", str(tmp_path), "-ldense", f"-Wl,-rpath,{tmp_path}", "-o", str(tmp_path / "main")],
+        capture_output=True, text=True,
+    )
+    assert build_.returncode == 0, build_.stderr
+    x = ((np.arange(m * k) % 7) * 0.25 - 0.75).astype(np.float32).reshape(m, k)
+    w = ((np.arange(n * k) % 11) * 0.0625 - 0.3125).astype(np.float32).reshape(n, k)
+    b = ((np.arange(n) % 3) * 0.5 - 0.5).astype(np.float32)
+    want = np.maximum(x.astype(np.float64) @ w.T.astype(np.float64) + b, 0)
+    for threads in ({}, {"OMP_NUM_THREADS": "3"}):
+        run = subprocess.run([str(tmp_path / "main")], env=threads, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        got = np.array([float(v) for v in run.stdout.split()], np.float32).reshape(m, n)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
