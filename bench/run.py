@@ -9,9 +9,10 @@ contender runs the same graph and weights):
   (d) per-call overhead: a 4-element add called from Python
 
 Prints median latency (ms, or us for the overhead) and the ratio to
-onnxruntime (CPU provider, 2 threads) and to numpy. A benchmark, not a test.
+onnxruntime (CPU provider, 2 threads) and to numpy, the contenders taking
+turns in rounds. A benchmark, not a test.
 
-    python bench/run.py [--runs 50]
+    python bench/run.py [--runs 500]
 """
 
 from __future__ import annotations
@@ -34,15 +35,25 @@ CONFIGS = {
 }
 
 
-def median_time(fn: Callable[[], object], runs: int) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+ROUNDS = 5
+"""Contenders take turns, `runs / ROUNDS` calls each per round, so a noisy
+moment of the machine (or another contender's threads still spinning after
+its calls) falls on all of them alike."""
+
+
+def median_times(contenders: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
+    """Median seconds per call of each contender, measured in interleaved rounds."""
+    samples: dict[str, list[float]] = {name: [] for name in contenders}
+    per_round = max(1, runs // ROUNDS)
+    for _ in range(ROUNDS):
+        for name, fn in contenders.items():
+            for _ in range(3):
+                fn()
+            for _ in range(per_round):
+                start = time.perf_counter()
+                fn()
+                samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(times) for name, times in samples.items()}
 
 
 def elementwise_model():
@@ -135,7 +146,7 @@ def ort_session(model):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=500, help="calls per contender")
     args = parser.parse_args()
     from byoc.frontend.onnx_import import from_onnx
 
@@ -150,11 +161,11 @@ def main() -> None:
     for title, make, scale, unit in workloads:
         model, feeds, numpy_fn = make()
         ort_run = ort_session(model)
-        ort_time = median_time(lambda: ort_run(*feeds), args.runs)
-        numpy_time = median_time(lambda: numpy_fn(*feeds), args.runs) if numpy_fn else None
-        rows = [("onnxruntime (2 threads)", ort_time)]
-        if numpy_time is not None:
-            rows.append(("numpy", numpy_time))
+        contenders: dict[str, Callable[[], object]] = {
+            "onnxruntime (2 threads)": lambda: ort_run(*feeds)
+        }
+        if numpy_fn is not None:
+            contenders["numpy"] = lambda: numpy_fn(*feeds)
         module = from_onnx(model)
         expected = ort_run(*feeds)[0]
         for name, targets in CONFIGS.items():
@@ -162,15 +173,17 @@ def main() -> None:
                 continue
             try:
                 compiled = byoc.compile(module, targets=targets)
-                got = compiled(*feeds)
-                if not np.allclose(got, expected, rtol=1e-3, atol=1e-4):
-                    rows.append((name + " WRONG", float("nan")))
-                    continue
             except byoc.ByocError as err:
                 print(f"{title:26} {name:24} failed: {str(err).splitlines()[0]}")
                 continue
-            rows.append((name, median_time(lambda: compiled(*feeds), args.runs)))
-        for name, seconds in rows:
+            if not np.allclose(compiled(*feeds), expected, rtol=1e-3, atol=1e-4):
+                print(f"{title:26} {name:24} WRONG: differs from onnxruntime")
+                continue
+            contenders[name] = lambda compiled=compiled: compiled(*feeds)
+        times = median_times(contenders, args.runs)
+        ort_time = times["onnxruntime (2 threads)"]
+        numpy_time = times.get("numpy")
+        for name, seconds in times.items():
             vs_ort = seconds / ort_time
             vs_np = f"{seconds / numpy_time:8.2f}" if numpy_time else f"{'-':>8}"
             print(f"{title:26} {name:24} {seconds * scale:8.3f}{unit} {vs_ort:7.2f} {vs_np}")
