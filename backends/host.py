@@ -12,9 +12,11 @@ from pathlib import Path
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.traits import SymbolTable
 
 from byoc.dialects import make_context
 from byoc.dialects.extern import COMPILER_ATTR
+from byoc.runtime.array_entry import add_array_entry
 from byoc.runtime.jit import JitModule, add_entry_wrapper
 
 
@@ -36,16 +38,27 @@ def host_module(partitioned: ModuleOp) -> ModuleOp:
 
 
 def lower_to_llvm(module: ModuleOp, main: str, entry: str) -> ModuleOp:
-    """Lower a host module to the llvm dialect, adding the `entry` wrapper of `main`."""
+    """Lower a host module to the llvm dialect, adding the `entry` wrapper of `main`
+    and the entry taking numpy arrays (`array_entry_name(entry)`)."""
     from byoc.passes.convert_loops_to_llvm import ConvertLoopsToLLVMPass
     from byoc.passes.convert_relay_to_loops import ConvertRelayToLoopsPass
 
+    signature = SymbolTable.lookup_symbol(module, main)
+    assert isinstance(signature, func.FuncOp)
+    input_shapes = [tuple(t.get_shape()) for t in signature.function_type.inputs]  # type: ignore[attr-defined]
+    n_outputs = len(signature.function_type.outputs)
     ctx = make_context()
     ConvertRelayToLoopsPass().apply(ctx, module)
     ConvertLoopsToLLVMPass().apply(ctx, module)
     # `main` is already process-unique (byoc_<hash>_main): keep it callable.
     add_entry_wrapper(module, main, entry, export_callee=True)
+    add_array_entry(module, main, array_entry_name(entry), input_shapes, n_outputs)
     return module
+
+
+def array_entry_name(entry: str) -> str:
+    """The name of the entry taking numpy arrays (runtime/array_entry.py) beside `entry`."""
+    return entry.removesuffix("entry") + "array_entry"
 
 
 def compile_host(

@@ -12,6 +12,7 @@ from cffi import FFI
 
 from byoc.backends.spec import Artifact
 from byoc.frontend.diagnostics import ByocError
+from byoc.runtime.array_entry import ARGUMENTS_NEED_CONVERSION
 
 _ffi = FFI()
 _from_buffer = _ffi.from_buffer
@@ -153,36 +154,86 @@ class CompiledModule:
         except ByocError:
             return None
 
+    def _array_entry(self) -> Any | None:
+        """The host's entry taking numpy arrays by address (runtime/array_entry.py),
+        if it has one and numpy's array layout is the one it reads."""
+        from byoc.backends.host import array_entry_name
+        from byoc.runtime.array_entry import layout_ok
+
+        if not self.entry_name.endswith("entry") or not layout_ok():
+            return None
+        n = len(self.inputs) + len(self.outputs)
+        signature = f"int32_t(*)({', '.join(['intptr_t*'] + ['intptr_t'] * n)})"
+        try:
+            return self.host.function(array_entry_name(self.entry_name), signature)
+        except ByocError:
+            return None  # a model saved before the entry existed
+
     def _make_call(self) -> Any:
         """A Python function specialised to this model's arity and layouts.
 
         Calling a compiled model should cost about what calling a C function
-        does: one straight-line function (no loops, no zip) checks each array
-        with a few attribute reads, only falls back to conversion when it
-        must, and passes the buffers straight to `main` when the host exports
-        it (else through the `void**` entry). Its text holds only positional
-        names, never input text.
+        does: the arrays go by address (`id`) to the host's array entry, which
+        checks their type, dtype, shape and layout in machine code and calls
+        `main` (runtime/array_entry.py). Anything else (lists, other dtypes,
+        strided views) takes the slow path: one straight-line function that
+        converts what it must and passes buffers from `from_buffer` to `main`
+        (or to the `void**` entry). The text holds only positional names,
+        never input text.
         """
         n_in, n_out = len(self.inputs), len(self.outputs)
-        direct = self._direct_entry()
+        args = ", ".join(f"a{i}" for i in range(n_in))
+        results = ", ".join(f"r{j}" for j in range(n_out))
+        returned = results if n_out == 1 else "(" + results + ",)"
+        env: dict[str, Any] = {"M": _MISSING, "empty": np.empty, "fail": self._fail}
+        for j, spec in enumerate(self.outputs):
+            env[f"os{j}"], env[f"od{j}"] = spec.shape, spec.dtype
+        exec(self._slow_call_text(env), env)  # noqa: S102 - generated from positions only
         # Defaults and *rest catch a wrong number of arguments at the cost of
         # one identity test, for a ByocError rather than Python's TypeError.
         params = "".join(f", a{i}=M" for i in range(n_in))
-        lines = [f"def call(self{params}, *rest):"]
         missing = f" or a{n_in - 1} is M" if n_in else ""
-        lines += [f"    if rest{missing}:", f"        self._arity(({', '.join(f'a{i}' for i in range(n_in))}{',' if n_in else ''}) + rest)"]
+        lines = [
+            f"def call(self{params}, *rest):",
+            f"    if rest{missing}:",
+            f"        self._arity(({args}{',' if n_in else ''}) + rest)",
+        ]
+        fast = self._array_entry()
+        if fast is not None:
+            env["fast"] = fast
+            env["expected"] = _ffi.new(
+                "intptr_t[]", [id(np.ndarray), *(id(spec.dtype) for spec in self.inputs)]
+            )
+            env["dtypes"] = [spec.dtype for spec in self.inputs]  # kept alive with `expected`
+            lines += [f"    r{j} = empty(os{j}, od{j})" for j in range(n_out)]
+            addresses = ", ".join(["expected", *(f"id(a{i})" for i in range(n_in)), *(f"id(r{j})" for j in range(n_out))])
+            lines += [
+                f"    status = fast({addresses})",
+                "    if status:",
+                f"        if status != {ARGUMENTS_NEED_CONVERSION}:",
+                "            fail(status)",
+                f"        return slow({args})",
+                f"    return {returned}",
+            ]
+        else:
+            lines.append(f"    return slow({args})")
+        exec("\n".join(lines), env)  # noqa: S102 - generated from positions only
+        return env["call"]
+
+    def _slow_call_text(self, env: dict[str, Any]) -> str:
+        """`slow(a0, ...)`: converts the arguments as needed, calls through `from_buffer`."""
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        direct = self._direct_entry()
+        lines = [f"def slow({', '.join(f'a{i}' for i in range(n_in))}):"]
         if direct is None:
             lines.append(f"    b = new('void*[{n_in + n_out}]')")
-        env: dict[str, Any] = {
-            "new": _ffi.new,
-            "fb": _from_buffer,
-            "empty": np.empty,
-            "ndarray": np.ndarray,
-            "entry": self._entry if direct is None else direct,
-            "convert": self._argument,
-            "fail": self._fail,
-            "M": _MISSING,
-        }
+        env.update(
+            new=_ffi.new,
+            fb=_from_buffer,
+            ndarray=np.ndarray,
+            entry=self._entry if direct is None else direct,
+            convert=self._argument,
+        )
         pointers = [f"p{k}" for k in range(n_in + n_out)]
         for i, spec in enumerate(self.inputs):
             env[f"s{i}"], env[f"d{i}"] = spec.shape, spec.dtype
@@ -196,8 +247,7 @@ class CompiledModule:
                 f"        a{i} = convert({i}, a{i})",
                 f"        p{i} = fb(a{i})",
             ]
-        for j, spec in enumerate(self.outputs):
-            env[f"os{j}"], env[f"od{j}"] = spec.shape, spec.dtype
+        for j in range(n_out):
             lines += [f"    r{j} = empty(os{j}, od{j})", f"    p{n_in + j} = fb(r{j})"]
         if direct is None:
             lines += [f"    b[{k}] = {p}" for k, p in enumerate(pointers)]
@@ -210,8 +260,7 @@ class CompiledModule:
             "        fail(status)",
             f"    return {results if n_out == 1 else '(' + results + ',)'}",
         ]
-        exec("\n".join(lines), env)  # noqa: S102 - generated from positions only
-        return env["call"]
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         ins = ", ".join(str(s) for s in self.inputs)
