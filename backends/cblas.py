@@ -115,6 +115,7 @@ from byoc.dialects.emitc import (
 )
 from byoc.frontend.diagnostics import ByocError
 from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_shared, openmp_flags
+from byoc.targets.openmp import PARALLEL_FOR, add_fork_guard
 
 NAME = "cblas"
 SGEMM = "scipy_cblas_sgemm"
@@ -134,7 +135,6 @@ MIN_CHUNK = 16
 PARALLEL_MIN_ELEMENTS = 2**16
 """Elements from which an epilogue running on its own is an OpenMP parallel loop."""
 
-OMP_PARALLEL_FOR = "#pragma omp parallel for schedule(static)"
 
 ONE_OPENBLAS_THREAD = (
     "__attribute__((constructor)) static void byoc_cblas_one_openblas_thread(void) "
@@ -688,7 +688,7 @@ class Builder:
         body = Block(arg_types=[i64])
         bounds = self.index(start), self.index(stop), self.i64(1)
         if parallel:  # the pragma must be the line right before the `for`
-            self.add(EmitC_VerbatimOp(OMP_PARALLEL_FOR))
+            self.add(EmitC_VerbatimOp(PARALLEL_FOR))
             self.parallel = True
         self.add(EmitC_ForOp(*bounds, Region(body)))
         with self.inside(body):
@@ -1310,6 +1310,7 @@ def _emitc_module(functions: ModuleOp, openmp: bool) -> tuple[ModuleOp, bool]:
     if parallel:
         head += [EmitC_IncludeOp("omp.h"), EmitC_VerbatimOp(ONE_OPENBLAS_THREAD)]
     module = ModuleOp([*head, *ops])
+    add_fork_guard(module)
     module.verify()
     return module, parallel
 

@@ -16,7 +16,8 @@ The C it describes:
   `symbol_prefix` prepended to their symbol (calls follow); declarations keep theirs,
   as they name symbols defined elsewhere. Functions that are not outlined kernels
   (no `extern.compiler`) but are called in the module are `static` helpers.
-- A `scf.for` marked `byoc.parallel` is preceded by `#pragma omp parallel for`.
+- A `scf.for` marked `byoc.parallel` is preceded by `#pragma omp parallel for`
+  (with the fork guard of `byoc.targets.openmp`).
 - `arith.maximumf`/`minimumf` propagate NaN and order -0 below +0, like LLVM's
   `maximum`/`minimum`; math ops call the `<math.h>` functions of their type.
 """
@@ -65,6 +66,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
 from byoc.passes.parallel_loops import PARALLEL_ATTR
+from byoc.targets.openmp import PARALLEL_FOR, add_fork_guard
 from byoc.dialects.emitc import (
     CONST_ATTR,
     RESTRICT_ATTR,
@@ -296,10 +298,6 @@ class ReturnLowering(RewritePattern):
 # ---------------------------------------------------------------------------
 
 
-OMP_PARALLEL_FOR = "#pragma omp parallel for schedule(static)"
-"""Printed before the `for` of a loop marked `byoc.parallel` (passes/parallel_loops.py)."""
-
-
 class ForLowering(RewritePattern):
     """Lowers `scf.for` without iter_args to `emitc.for` over `int64_t`; a loop
     marked `byoc.parallel` gets `#pragma omp parallel for` (compile with -fopenmp)."""
@@ -312,7 +310,7 @@ class ForLowering(RewritePattern):
         rewriter.replace_value_with_new_type(iv, convert_type(iv.type, op))
         body = rewriter.move_region_contents_to_new_regions(op.body)
         if PARALLEL_ATTR in op.attributes:
-            rewriter.insert(EmitC_VerbatimOp(OMP_PARALLEL_FOR))
+            rewriter.insert(EmitC_VerbatimOp(PARALLEL_FOR))
         rewriter.replace(op, EmitC_ForOp(op.lb, op.ub, op.step, body), [])
 
 
@@ -903,6 +901,7 @@ class ConvertLoopsToEmitCPass(ModulePass):
             MemRefCastElimination(), apply_recursively=False
         ).rewrite_module(op)
         add_minmax_helpers(op)
+        add_fork_guard(op)
         _check_lowered(op)
         # C needs a prototype before a call; declare every called function up front.
         prototypes = [

@@ -669,7 +669,7 @@ def test_one_row_conv_output_is_sgemv():
 # OpenMP: large products split across threads
 # ---------------------------------------------------------------------------
 
-PRAGMA = "#pragma omp parallel for schedule(static)"
+from byoc.targets.openmp import PARALLEL_FOR as PRAGMA  # noqa: E402
 
 
 @pytest.fixture

@@ -111,3 +111,39 @@ def test_any_thread_count_gives_the_same_answer(threads, tmp_path):
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
+
+
+FORK = """
+import os, sys
+import numpy as np
+import byoc
+sys.path.insert(0, {tests!r})
+from test_parallel_loops import MODEL, check
+model = byoc.compile(MODEL, targets={targets!r}, cache=False)
+check(model)  # the parent's OpenMP threads exist from here on
+pid = os.fork()
+if pid == 0:
+    try:
+        check(model)
+    except BaseException:
+        os._exit(1)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+check(model)
+print("child", os.waitstatus_to_exitcode(status))
+"""
+
+
+@needs_openmp
+@pytest.mark.parametrize("targets", [["ccompiler"], ["cblas", "ccompiler"]])
+def test_a_forked_child_runs_the_model(targets, tmp_path):
+    # GNU OpenMP's pool does not survive fork(); without the fork guard of
+    # byoc.targets.openmp the child waits forever.
+    pytest.importorskip("scipy_openblas32")
+    script = FORK.format(tests=os.path.dirname(__file__), targets=targets)
+    env = {**os.environ, "BYOC_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "child 0"

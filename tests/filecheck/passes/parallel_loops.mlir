@@ -13,7 +13,7 @@
 // CHECK:         }
 // CHECK-NEXT:    } {byoc.parallel}
 // EMITC-LABEL: emitc.func @elementwise
-// EMITC:         emitc.verbatim "#pragma omp parallel for schedule(static)"
+// EMITC:         emitc.verbatim "#pragma omp parallel for schedule(static) if(byoc_openmp_usable)"
 // EMITC-NEXT:    emitc.for
 func.func @elementwise(%a: memref<256x256xf32>, %b: memref<256x256xf32>) {
   %c0 = arith.constant 0 : index
