@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from byoc.frontend.diagnostics import ByocError
-from byoc.tools.common import run_cli
+from byoc.tools.common import run_cli, write_text
 
 
 def parser() -> argparse.ArgumentParser:
@@ -56,11 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser().parse_args(argv)
         module = from_onnx(args.file, input_shapes=input_shapes(args.input_shape))
         text = str(module) + "\n"
-        if args.output:
-            with open(args.output, "w") as f:
-                f.write(text)
-        else:
-            sys.stdout.write(text)
+        write_text(text, args.output)
 
     return run_cli(body)
 

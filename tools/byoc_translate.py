@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from byoc.backends import DEFAULT_BACKEND, parse_targets
 from byoc.runtime.build import functions_of, load_source, partition_for
-from byoc.tools.common import run_cli
+from byoc.tools.common import run_cli, write_text
 
 
 def parser() -> argparse.ArgumentParser:
@@ -80,12 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return
         if not args.emit_c:
             parser().error("nothing to do: give --emit-c or --emit-library")
-        text = translate(args)
-        if args.output:
-            with open(args.output, "w") as f:
-                f.write(text)
-        else:
-            sys.stdout.write(text)
+        write_text(translate(args), args.output)
 
     return run_cli(body)
 

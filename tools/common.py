@@ -62,6 +62,15 @@ def graph_passes(args: argparse.Namespace) -> list[str]:
     return passes
 
 
+def write_text(text: str, path: str | None) -> None:
+    """Write a CLI's text result to `path` (`-o`), or to stdout without one."""
+    if path:
+        with open(path, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+
+
 def run_cli(body: Callable[[], object]) -> int:
     """Run a CLI body; bad input becomes one message on stderr and exit status 1."""
     try:
