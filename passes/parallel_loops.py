@@ -50,12 +50,15 @@ def _constant(value: SSAValue) -> int | None:
     return None
 
 
-def trip_count(loop: scf.ForOp) -> int | None:
-    """Iterations of `loop` when its bounds are constants, else None."""
-    lb, ub, step = (_constant(v) for v in (loop.lb, loop.ub, loop.step))
+def _iterations(lb: int | None, ub: int | None, step: int | None) -> int | None:
     if lb is None or ub is None or step is None or step <= 0:
         return None
     return max(0, -(-(ub - lb) // step))
+
+
+def trip_count(loop: scf.ForOp) -> int | None:
+    """Iterations of `loop` when its bounds are constants, else None."""
+    return _iterations(*(_constant(v) for v in (loop.lb, loop.ub, loop.step)))
 
 
 # `select(cmpi sgt/slt (a, b), a, b)`: how lower_nn spells max and min.
@@ -91,13 +94,8 @@ def _bound(value: SSAValue, upper: bool) -> int | None:
 def estimated_trips(loop: scf.ForOp) -> int | None:
     """Iterations of `loop`, or at most how many when its bounds are clamped at
     run time (`[max(0, x), min(n, y))`, as windows of convolutions are)."""
-    exact = trip_count(loop)
-    if exact is not None:
-        return exact
-    lb, ub, step = _bound(loop.lb, False), _bound(loop.ub, True), _constant(loop.step)
-    if lb is None or ub is None or step is None or step <= 0:
-        return None
-    return max(0, -(-(ub - lb) // step))
+    # A constant is its own bound.
+    return _iterations(_bound(loop.lb, False), _bound(loop.ub, True), _constant(loop.step))
 
 
 class _Work:
@@ -120,12 +118,9 @@ class _Work:
         for op in ops:
             if isinstance(op, scf.ForOp):
                 inner = self.of_loop(op)
-            elif isinstance(op, scf.IfOp):
-                inner = 1
-                for region in op.regions:
-                    for block in region.blocks:
-                        branch = self.of_ops(block.ops)
-                        inner = None if branch is None or inner is None else inner + branch
+            elif isinstance(op, scf.IfOp):  # both branches, as an upper bound
+                branches = [self.of_ops(b.ops) for r in op.regions for b in r.blocks]
+                inner = None if None in branches else 1 + sum(branches)  # type: ignore[arg-type]
             else:
                 inner = 1
             if inner is None:
@@ -141,6 +136,7 @@ def independent(loop: scf.ForOp) -> bool:
     iv = loop.body.block.args[0]
     accesses: dict[SSAValue, list[tuple[SSAValue, ...]]] = {}
     stored: set[SSAValue] = set()
+    private: set[SSAValue] = set()
     for op in loop.body.walk():
         if isinstance(op, memref.StoreOp):
             stored.add(op.memref)
@@ -152,13 +148,12 @@ def independent(loop: scf.ForOp) -> bool:
         elif isinstance(op, scf.ForOp):
             if trip_count(op) is None:
                 return False  # see the module doc: run-time bounds
-        elif isinstance(op, scf.IfOp | scf.YieldOp | memref.AllocaOp):
+        elif isinstance(op, memref.AllocaOp):
+            private.add(op.memref)  # a local array of each iteration
+        elif isinstance(op, scf.IfOp | scf.YieldOp):
             continue
         elif op.dialect_name() not in ("arith", "math"):
             return False  # an op this check does not know
-    private = {
-        op.memref for op in loop.body.walk() if isinstance(op, memref.AllocaOp)
-    }
     for buffer in stored - private:
         uses = accesses[buffer]
         rank = len(uses[0])

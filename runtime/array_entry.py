@@ -41,7 +41,7 @@ C_CONTIGUOUS, ALIGNED = 0x1, 0x100
 """numpy's NPY_ARRAY_C_CONTIGUOUS and NPY_ARRAY_ALIGNED."""
 
 _PTR = llvm_dialect.LLVMPointerType()
-_I8 = IntegerType(8)
+_I1, _I8 = IntegerType(1), IntegerType(8)
 _EQ = IntegerAttr(0, i64)
 
 
@@ -81,8 +81,13 @@ class _Builder:
         self.block = block
 
     def add(self, op: Operation) -> SSAValue:
+        """Append `op`; its result."""
         self.block.add_op(op)
-        return op.results[0] if op.results else None  # type: ignore[return-value]
+        return op.results[0]
+
+    def end(self, op: Operation) -> None:
+        """Append the terminator `op`."""
+        self.block.add_op(op)
 
     def constant(self, value: int, typ: IntegerType) -> SSAValue:
         return self.add(llvm_dialect.ConstantOp(IntegerAttr(value, typ), typ))
@@ -95,6 +100,9 @@ class _Builder:
         return self.add(llvm_dialect.ICmpOp(lhs, rhs, _EQ))
 
     def all_of(self, conditions: Sequence[SSAValue]) -> SSAValue:
+        """The conjunction of `conditions` (true for none)."""
+        if not conditions:
+            return self.constant(1, _I1)
         result = conditions[0]
         for condition in conditions[1:]:
             result = self.add(llvm_dialect.AndOp(result, condition))
@@ -102,7 +110,11 @@ class _Builder:
 
 
 def add_array_entry(
-    module: ModuleOp, func_name: str, entry_name: str, input_shapes: Sequence[Sequence[int]], n_outputs: int
+    module: ModuleOp,
+    func_name: str,
+    entry_name: str,
+    input_shapes: Sequence[Sequence[int]],
+    n_outputs: int,
 ) -> None:
     """Add the array entry of `func_name` (inputs, then outputs, return i32) to an
     llvm-dialect module (see the module doc)."""
@@ -114,8 +126,8 @@ def add_array_entry(
     b = _Builder(entry)
     # 1. Every input is a numpy.ndarray (ob_type is at the same place in every object).
     array_type = b.add(llvm_dialect.LoadOp(expected, i64))
-    is_array = b.all_of([b.equal(b.field(obj, TYPE, i64), array_type) for obj in objects[:n_in]] or [b.constant(1, IntegerType(1))])
-    b.add(llvm_dialect.CondBrOp(is_array, fields, [], fail, []))
+    is_array = b.all_of([b.equal(b.field(obj, TYPE, i64), array_type) for obj in objects[:n_in]])
+    b.end(llvm_dialect.CondBrOp(is_array, fields, [], fail, []))
     # 2. Its dtype, rank and flags (only now is it safe to read these fields).
     b = _Builder(fields)
     flags_wanted = b.constant(C_CONTIGUOUS | ALIGNED, i32)
@@ -126,7 +138,7 @@ def add_array_entry(
         checks.append(b.equal(b.field(obj, NDIM, i32), b.constant(len(shape), i32)))
         flags = b.add(llvm_dialect.AndOp(b.field(obj, FLAGS, i32), flags_wanted))
         checks.append(b.equal(flags, flags_wanted))
-    b.add(llvm_dialect.CondBrOp(b.all_of(checks or [b.constant(1, IntegerType(1))]), dims_block, [], fail, []))
+    b.end(llvm_dialect.CondBrOp(b.all_of(checks), dims_block, [], fail, []))
     # 3. Every dimension (the rank is right, so dims has that many entries).
     b = _Builder(dims_block)
     checks = []
@@ -137,14 +149,14 @@ def add_array_entry(
         for k, extent in enumerate(shape):
             at = b.add(llvm_dialect.GEPOp(dims, [k], i64, inbounds=True))
             checks.append(b.equal(b.add(llvm_dialect.LoadOp(at, i64)), b.constant(extent, i64)))
-    b.add(llvm_dialect.CondBrOp(b.all_of(checks or [b.constant(1, IntegerType(1))]), call_block, [], fail, []))
+    b.end(llvm_dialect.CondBrOp(b.all_of(checks), call_block, [], fail, []))
     # 4. Call main with the data pointers.
     b = _Builder(call_block)
     data = [b.field(obj, DATA, _PTR) for obj in objects]
     status = b.add(llvm_dialect.CallOp(func_name, *data, return_type=i32))
-    b.add(llvm_dialect.ReturnOp(status))
+    b.end(llvm_dialect.ReturnOp(status))
     b = _Builder(fail)
-    b.add(llvm_dialect.ReturnOp(b.constant(ARGUMENTS_NEED_CONVERSION, i32)))
+    b.end(llvm_dialect.ReturnOp(b.constant(ARGUMENTS_NEED_CONVERSION, i32)))
     module.body.block.add_op(
         llvm_dialect.FuncOp(
             entry_name,

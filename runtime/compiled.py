@@ -143,16 +143,21 @@ class CompiledModule:
     def _fail(self, status: int) -> None:
         raise ByocError(f"error: the compiled model failed (status {status})")
 
+    def _host_function(self, name: str, signature: str) -> Any | None:
+        """The host's function `name` as `signature`, or None if it has none (a
+        model saved before that entry existed)."""
+        try:
+            return self.host.function(name, signature)
+        except ByocError:
+            return None
+
     def _direct_entry(self) -> Any | None:
         """`main` itself, taking one pointer per buffer, if the host exports it."""
         if not self.entry_name.endswith("entry"):
             return None
         n = len(self.inputs) + len(self.outputs)
         signature = f"int32_t(*)({', '.join(['void*'] * n) or 'void'})"
-        try:
-            return self.host.function(self.entry_name[: -len("entry")] + "main", signature)
-        except ByocError:
-            return None
+        return self._host_function(self.entry_name.removesuffix("entry") + "main", signature)
 
     def _array_entry(self) -> Any | None:
         """The host's entry taking numpy arrays by address (runtime/array_entry.py),
@@ -164,10 +169,7 @@ class CompiledModule:
             return None
         n = len(self.inputs) + len(self.outputs)
         signature = f"int32_t(*)({', '.join(['intptr_t*'] + ['intptr_t'] * n)})"
-        try:
-            return self.host.function(array_entry_name(self.entry_name), signature)
-        except ByocError:
-            return None  # a model saved before the entry existed
+        return self._host_function(array_entry_name(self.entry_name), signature)
 
     def _make_call(self) -> Any:
         """A Python function specialised to this model's arity and layouts.
@@ -188,7 +190,7 @@ class CompiledModule:
         env: dict[str, Any] = {"M": _MISSING, "empty": np.empty, "fail": self._fail}
         for j, spec in enumerate(self.outputs):
             env[f"os{j}"], env[f"od{j}"] = spec.shape, spec.dtype
-        exec(self._slow_call_text(env), env)  # noqa: S102 - generated from positions only
+        exec(self._slow_call_text(env, returned), env)  # noqa: S102 - generated from positions only
         # Defaults and *rest catch a wrong number of arguments at the cost of
         # one identity test, for a ByocError rather than Python's TypeError.
         params = "".join(f", a{i}=M" for i in range(n_in))
@@ -204,7 +206,6 @@ class CompiledModule:
             env["expected"] = _ffi.new(
                 "intptr_t[]", [id(np.ndarray), *(id(spec.dtype) for spec in self.inputs)]
             )
-            env["dtypes"] = [spec.dtype for spec in self.inputs]  # kept alive with `expected`
             lines += [f"    r{j} = empty(os{j}, od{j})" for j in range(n_out)]
             addresses = ", ".join(["expected", *(f"id(a{i})" for i in range(n_in)), *(f"id(r{j})" for j in range(n_out))])
             lines += [
@@ -220,7 +221,7 @@ class CompiledModule:
         exec("\n".join(lines), env)  # noqa: S102 - generated from positions only
         return env["call"]
 
-    def _slow_call_text(self, env: dict[str, Any]) -> str:
+    def _slow_call_text(self, env: dict[str, Any], returned: str) -> str:
         """`slow(a0, ...)`: converts the arguments as needed, calls through `from_buffer`."""
         n_in, n_out = len(self.inputs), len(self.outputs)
         direct = self._direct_entry()
@@ -254,12 +255,7 @@ class CompiledModule:
             lines.append("    status = entry(b)")
         else:
             lines.append(f"    status = entry({', '.join(pointers)})")
-        results = ", ".join(f"r{j}" for j in range(n_out))
-        lines += [
-            "    if status:",
-            "        fail(status)",
-            f"    return {results if n_out == 1 else '(' + results + ',)'}",
-        ]
+        lines += ["    if status:", "        fail(status)", f"    return {returned}"]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
