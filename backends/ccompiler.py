@@ -21,6 +21,8 @@ from xdsl.dialects.builtin import ModuleOp
 from byoc.backends.spec import Artifact, Backend, Composite, always
 from byoc.dialects import make_context, relay
 from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_shared, openmp_flags
+from byoc.targets.c import emit_c
+from byoc.targets.openmp import uses_openmp
 
 TRANSCENDENTAL = frozenset(
     {
@@ -55,12 +57,11 @@ COMPOSITES = (
 """Tagged so the report and the generated functions show the fused units."""
 
 
-def generate_c(functions: ModuleOp) -> str:
-    """C source for a module of outlined relay functions."""
+def emitc_module(functions: ModuleOp) -> ModuleOp:
+    """The emitc module of a module of outlined relay functions."""
     from byoc.passes.convert_loops_to_emitc import ConvertLoopsToEmitCPass
     from byoc.passes.convert_relay_to_loops import ConvertRelayToLoopsPass
     from byoc.passes.parallel_loops import MarkParallelLoopsPass
-    from byoc.targets.c import emit_c
 
     ctx = make_context()
     module = functions.clone()
@@ -68,14 +69,21 @@ def generate_c(functions: ModuleOp) -> str:
     if openmp_flags():
         MarkParallelLoopsPass().apply(ctx, module)
     ConvertLoopsToEmitCPass().apply(ctx, module)
-    return emit_c(module)
+    return module
+
+
+def generate_c(functions: ModuleOp) -> str:
+    """C source for a module of outlined relay functions."""
+    return emit_c(emitc_module(functions))
 
 
 def codegen(functions: ModuleOp) -> Artifact:
-    """Generate C for the outlined functions and compile it to a shared object."""
-    source = generate_c(functions)
+    """Generate C for the outlined functions and compile it to a shared object
+    (with OpenMP only when some loop of it is parallel)."""
+    module = emitc_module(functions)
+    source = emit_c(module)
     symbols = [op.sym_name.data for op in functions.ops]  # type: ignore[attr-defined]
-    openmp = openmp_flags()
+    openmp = openmp_flags() if uses_openmp(module) else ()
     library = compile_shared(source, (*DEFAULT_FLAGS, *openmp), (*openmp, "-lm"))
     return Artifact(
         backend="ccompiler",

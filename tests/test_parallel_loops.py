@@ -147,3 +147,14 @@ def test_a_forked_child_runs_the_model(targets, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "child 0"
+
+
+def test_code_without_parallel_loops_does_not_link_openmp():
+    small = (
+        "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %0 = relay.add %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n"
+        "  func.return %0 : tensor<4xf32>\n}\n"
+    )
+    (artifact,) = byoc.compile(small, targets=["ccompiler"], cache=False).artifacts
+    assert "#pragma" not in artifact.sources["ccompiler.c"]
+    assert "-fopenmp" not in artifact.link_flags
