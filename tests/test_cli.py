@@ -103,6 +103,21 @@ def test_bad_option_exits_1(tool):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize(
+    "pipeline, needle",
+    [
+        ("nosuchpass", "Unrecognized passes: ['nosuchpass']"),
+        ("byoc-mark-parallel-loops{bogus=1}", 'Provided arguments ["bogus"] not found'),
+        ("byoc-mark-parallel-loops{min_work", "Expected equals"),
+        ("byoc-mark-parallel-loops{min_work=abc}", "Incompatible types"),
+    ],
+)
+def test_a_bad_pass_pipeline_is_one_message(pipeline, needle):
+    proc = run("byoc-opt", GUIDE, "-p", pipeline)
+    assert_clean_failure(proc, "error: bad pass pipeline", needle)
+    assert "internal compiler error" not in proc.stderr
+
+
 def test_binary_garbage_input(write, tmp_path):
     path = tmp_path / "garbage.mlir"
     path.write_bytes(bytes(range(256)) * 4)

@@ -14,9 +14,11 @@ from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.universe import Universe
+from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from byoc.dialects import BYOC_DIALECTS, UPSTREAM_DIALECTS
+from byoc.frontend.diagnostics import ByocError
 from byoc.frontend.parse import SourceParser, verify_module
 from byoc.passes import BYOC_PASSES
 from byoc.targets import BYOC_TARGETS
@@ -75,7 +77,13 @@ class ByocOptMain(xDSLOptMain):
         if flags:
             spec = ",".join(flags)
             self.args.passes = f"{spec},{self.args.passes}" if self.args.passes else spec
-        super().setup_pipeline()
+        try:
+            super().setup_pipeline()
+        except (ValueError, ArgSpecParseError) as err:
+            # A user's -p text: unknown pass, unknown or ill-typed option,
+            # syntax (ArgSpecParseError is a BaseException in xDSL 0.74).
+            text = str(err).strip().removeprefix("Error parsing pass pipeline specification:")
+            raise ByocError(f"error: bad pass pipeline: {text.strip()}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
