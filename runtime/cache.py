@@ -24,10 +24,12 @@ def byoc_fingerprint() -> str:
     """Hash of byoc's own Python sources: any change to the compiler is a miss."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for folder in ("", "dialects", "passes", "backends", "targets", "frontend", "runtime"):
-        for path in sorted((root / folder).glob("*.py")):
-            digest.update(path.name.encode())
-            digest.update(path.read_bytes())
+    paths = [root / "__init__.py"]
+    for folder in ("dialects", "passes", "backends", "targets", "frontend", "runtime"):
+        paths += (root / folder).rglob("*.py")
+    for path in sorted(paths):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()
 
 

@@ -1,0 +1,167 @@
+"""`relay.constant`: a tensor value held in the IR, with a fast numpy round trip."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    Builtin,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    TensorType,
+)
+from xdsl.ir import Attribute
+from xdsl.irdl import (
+    irdl_op_definition,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import ConstantLike, Pure
+from xdsl.utils.exceptions import VerifyException
+
+from byoc.dialects.relay.base import (
+    RelayOp,
+    _error,
+    tensor_of,
+)
+
+# --- Constants -------------------------------------------------------------------
+
+_NUMPY_FLOATS: dict[str, np.dtype] = {
+    "f16": np.dtype("<f2"),
+    "f32": np.dtype("<f4"),
+    "f64": np.dtype("<f8"),
+}
+_FLOAT_TYPES: dict[int, AnyFloat] = {
+    2: Float16Type(),
+    4: Float32Type(),
+    8: Float64Type(),
+}
+
+
+def _element_dtype(typ: Attribute, op_name: str = "relay.constant") -> np.dtype:
+    dtype = _NUMPY_FLOATS.get(str(typ))
+    if dtype is None:
+        raise _error(op_name, f"element type {typ} has no numpy equivalent")
+    return dtype
+
+
+def _resource_bytes(handle: str) -> bytes:
+    """The data of builtin resource `handle` (MLIR blob: 4-byte alignment, then data)."""
+    interface = Builtin.get_interface(OpAsmDialectInterface)
+    blob = interface.lookup(handle) if interface else None
+    if not blob:
+        raise VerifyException(
+            f"'relay.constant': dense_resource<{handle}> has no data (the "
+            f"resource is missing from the file's dialect_resources or was elided)"
+        )
+    return bytes.fromhex(blob[2:])[4:]
+
+
+@irdl_op_definition
+class ConstantOp(RelayOp):
+    """A constant tensor: the `value` property, a `dense<...>` elements
+    attribute (or a `dense_resource<...>` blob, as MLIR writes large weights).
+
+    Build it from numpy with `ConstantOp.from_numpy(array)` (one copy of the
+    bytes, no per-element Python work) and read it with `to_numpy()`. The custom
+    form prints large values as one hex string without unpacking them.
+    """
+
+    name = "relay.constant"
+
+    result = result_def(TensorType)
+    value = prop_def(DenseIntOrFPElementsAttr | DenseResourceAttr)
+
+    traits = traits_def(Pure(), ConstantLike())
+
+    def __init__(self, value: DenseIntOrFPElementsAttr | DenseResourceAttr):
+        super().__init__(result_types=[value.type], properties={"value": value})
+
+    @staticmethod
+    def from_numpy(array: np.ndarray | float) -> ConstantOp:
+        """A constant holding `array` (float16/32/64; other dtypes become f32)."""
+        array = np.asarray(array)
+        if array.dtype not in (np.float16, np.float32, np.float64):
+            array = array.astype(np.float32)
+        typ = _FLOAT_TYPES[array.dtype.itemsize]
+        data = np.ascontiguousarray(array, dtype=_NUMPY_FLOATS[str(typ)]).tobytes()
+        attr = DenseIntOrFPElementsAttr(TensorType(typ, array.shape), BytesAttr(data))
+        return ConstantOp(attr)
+
+    def to_numpy(self) -> np.ndarray:
+        """The value as a read-only numpy array of the result's shape and dtype."""
+        value = self.value
+        typ = value.type
+        assert isinstance(typ, TensorType)
+        dtype = _element_dtype(typ.element_type, self.name)
+        if isinstance(value, DenseResourceAttr):
+            data = _resource_bytes(value.resource_handle.data)
+        else:
+            data = value.data.data
+        array = np.frombuffer(data, dtype=dtype)
+        shape = tuple(typ.get_shape())
+        if array.size == 1 and math.prod(shape) != 1:
+            return np.broadcast_to(array[0], shape)
+        return array.reshape(shape)
+
+    def verify_(self) -> None:
+        typ = tensor_of(self.value.type, self.name, "value")
+        if self.result.type != typ:
+            raise _error(
+                self.name,
+                f"result type {self.result.type} does not match the value's type {typ}",
+            )
+        if isinstance(self.value, DenseIntOrFPElementsAttr):
+            count = len(self.value)
+            size = math.prod(typ.get_shape())
+            if count not in (1, size):
+                raise _error(
+                    self.name, f"value has {count} elements but its type {typ} has {size}"
+                )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        attributes = parser.parse_optional_attr_dict()
+        position = parser.pos
+        value = parser.parse_attribute()
+        if not isinstance(value, DenseIntOrFPElementsAttr | DenseResourceAttr):
+            parser.raise_error(
+                f"'relay.constant': expected a dense<...> or dense_resource<...> "
+                f"value, got {value}",
+                position,
+            )
+        op = cls(value)
+        op.attributes.update(attributes)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" ")
+        value = self.value
+        if isinstance(value, DenseIntOrFPElementsAttr) and len(value) > 100:
+            # xDSL unpacks every element to Python floats before choosing the hex
+            # form (about 1 s for 25 MB); print the same text straight from the bytes.
+            data = value.data.data
+            words = np.frombuffer(
+                data, dtype={2: np.uint16, 4: np.uint32, 8: np.uint64}[
+                    value.get_element_type().compile_time_size
+                ]
+            )
+            if not (words == words[0]).all():
+                printer.print_string(f'dense<"0x{data.hex().upper()}"> : ')
+                printer.print_attribute(value.type)
+                return
+        printer.print_attribute(value)
+
+

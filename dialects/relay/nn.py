@@ -1,0 +1,806 @@
+"""Neural-network ops (TVM's relay/op/nn): bias_add, dense and matmuls,
+convolution, pooling, softmax and the norms, with their shape functions."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from xdsl.dialects.builtin import (
+    I64,
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+)
+
+from byoc.dialects.relay.base import (
+    InferredOp,
+    Shape,
+    _check_layout,
+    _check_pair,
+    _check_rank,
+    _error,
+    _opt_i64,
+    _pair,
+    _string_attr,
+    _tensors,
+    _window_outputs,
+    bool_attr,
+    float_attr,
+    i64_array,
+    i64_attr,
+    normalize_axis,
+    normalize_padding,
+)
+
+
+def conv2d_output_shape(
+    data: Sequence[int],
+    weight: Sequence[int],
+    strides: Sequence[int] = (1, 1),
+    padding: Sequence[int] = (0, 0),
+    dilation: Sequence[int] = (1, 1),
+    groups: int = 1,
+    channels: int | None = None,
+    kernel_size: Sequence[int] | None = None,
+    op_name: str = "relay.nn.conv2d",
+) -> Shape:
+    """NCHW output of an NCHW x OIHW convolution (grouped and depthwise included)."""
+    _check_rank(data, 4, op_name, "data (NCHW)")
+    _check_rank(weight, 4, op_name, "weight (OIHW)")
+    sh, sw = _check_pair(strides, op_name, "strides")
+    dh, dw = _check_pair(dilation, op_name, "dilation")
+    top, left, bottom, right = normalize_padding(padding, op_name)
+    if groups < 1:
+        raise _error(op_name, f"groups must be positive, got {groups}")
+    n, c, h, w = data
+    o, i, kh, kw = weight
+    if c % groups:
+        raise _error(
+            op_name, f"data has {c} channels, which groups={groups} does not divide"
+        )
+    if i * groups != c:
+        raise _error(
+            op_name,
+            f"data has {c} channels but weight expects {i * groups} (groups={groups})",
+        )
+    if o % groups:
+        raise _error(
+            op_name,
+            f"weight has {o} output channels, which groups={groups} does not divide",
+        )
+    if channels is not None and channels != o:
+        raise _error(
+            op_name, f"channels={channels} does not match the weight's {o} output channels"
+        )
+    if kernel_size is not None and tuple(kernel_size) != (kh, kw):
+        raise _error(
+            op_name,
+            f"kernel_size {list(kernel_size)} does not match the weight's kernel "
+            f"{[kh, kw]}",
+        )
+    oh = _window_outputs(h, top + bottom, kh, sh, dh, False, op_name, "kernel height")
+    ow = _window_outputs(w, left + right, kw, sw, dw, False, op_name, "kernel width")
+    return (n, o, oh, ow)
+
+
+def pool2d_output_shape(
+    data: Sequence[int],
+    pool_size: Sequence[int],
+    strides: Sequence[int] = (1, 1),
+    padding: Sequence[int] = (0, 0),
+    dilation: Sequence[int] = (1, 1),
+    ceil_mode: bool = False,
+    op_name: str = "relay.nn.max_pool2d",
+) -> Shape:
+    """NCHW output of a 2-d max/avg pool (Relay's rule, also under `ceil_mode`)."""
+    _check_rank(data, 4, op_name, "data (NCHW)")
+    kh, kw = _check_pair(pool_size, op_name, "pool_size")
+    sh, sw = _check_pair(strides, op_name, "strides")
+    dh, dw = _check_pair(dilation, op_name, "dilation")
+    top, left, bottom, right = normalize_padding(padding, op_name)
+    n, c, h, w = data
+    oh = _window_outputs(h, top + bottom, kh, sh, dh, ceil_mode, op_name, "pool height")
+    ow = _window_outputs(w, left + right, kw, sw, dw, ceil_mode, op_name, "pool width")
+    return (n, c, oh, ow)
+
+
+def global_pool2d_output_shape(
+    data: Sequence[int], op_name: str = "relay.nn.global_avg_pool2d"
+) -> Shape:
+    """[N, C, 1, 1] for NCHW data."""
+    _check_rank(data, 4, op_name, "data (NCHW)")
+    return (data[0], data[1], 1, 1)
+
+
+def dense_output_shape(
+    data: Sequence[int],
+    weight: Sequence[int],
+    units: int | None = None,
+    op_name: str = "relay.nn.dense",
+) -> Shape:
+    """`data [..., K]` x `weight [N, K]` -> `[..., N]`."""
+    if len(data) < 1:
+        raise _error(op_name, "data must have rank at least 1, got a scalar")
+    _check_rank(weight, 2, op_name, "weight")
+    if data[-1] != weight[1]:
+        raise _error(
+            op_name,
+            f"data has {data[-1]} input features but weight expects {weight[1]}",
+        )
+    if units is not None and units != weight[0]:
+        raise _error(
+            op_name, f"units={units} does not match the weight's {weight[0]} rows"
+        )
+    return (*data[:-1], weight[0])
+
+
+def matmul_output_shape(
+    tensor_a: Sequence[int],
+    tensor_b: Sequence[int],
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    units: int | None = None,
+    op_name: str = "relay.nn.matmul",
+) -> Shape:
+    """`a [..., M, K]` (or `[..., K, M]`) x 2-d `b [K, N]` (or `[N, K]`) -> `[..., M, N]`."""
+    if len(tensor_a) < (2 if transpose_a else 1):
+        raise _error(
+            op_name, f"tensor_a has too small a rank: shape {list(tensor_a)}"
+        )
+    _check_rank(tensor_b, 2, op_name, "tensor_b")
+    k_a = tensor_a[-2] if transpose_a else tensor_a[-1]
+    n, k_b = tensor_b if transpose_b else tensor_b[::-1]
+    if k_a != k_b:
+        raise _error(
+            op_name,
+            f"tensor_a has reduction size {k_a} but tensor_b has {k_b} "
+            f"(transpose_a={transpose_a}, transpose_b={transpose_b})",
+        )
+    if units is not None and units != n:
+        raise _error(op_name, f"units={units} does not match the output size {n}")
+    out = list(tensor_a)
+    if transpose_a:
+        out[-2] = tensor_a[-1]
+    out[-1] = n
+    return tuple(out)
+
+
+def batch_matmul_output_shape(
+    x: Sequence[int],
+    y: Sequence[int],
+    transpose_a: bool = False,
+    transpose_b: bool = True,
+    op_name: str = "relay.nn.batch_matmul",
+) -> Shape:
+    """`x [B, M, K]` x `y [B, N, K]` -> `[B, M, N]` (default transposes; B broadcasts from 1)."""
+    _check_rank(x, 3, op_name, "x")
+    _check_rank(y, 3, op_name, "y")
+    bx, m, kx = (x[0], x[2], x[1]) if transpose_a else x
+    by, n, ky = y if transpose_b else (y[0], y[2], y[1])
+    if bx != by and bx != 1 and by != 1:
+        raise _error(op_name, f"batch sizes {bx} and {by} do not broadcast")
+    if kx != ky:
+        raise _error(
+            op_name,
+            f"x has reduction size {kx} but y has {ky} "
+            f"(transpose_a={transpose_a}, transpose_b={transpose_b})",
+        )
+    return (by if bx == 1 else bx, m, n)
+
+
+def _check_channel_vector(
+    data: Sequence[int],
+    vector: Sequence[int],
+    axis: int,
+    op_name: str,
+    what: str,
+) -> None:
+    if tuple(vector) != (data[axis],):
+        raise _error(
+            op_name,
+            f"{what} has shape {list(vector)} but data has {data[axis]} elements "
+            f"along axis {axis}",
+        )
+
+
+def bias_add_output_shape(
+    data: Sequence[int],
+    bias: Sequence[int],
+    axis: int = 1,
+    op_name: str = "relay.nn.bias_add",
+) -> Shape:
+    """`data`'s shape; `bias` must be 1-d with `data.shape[axis]` elements."""
+    ax = normalize_axis(axis, len(data), op_name)
+    _check_channel_vector(data, bias, ax, op_name, "bias")
+    return tuple(data)
+
+
+def batch_norm_output_shape(
+    data: Sequence[int],
+    gamma: Sequence[int],
+    beta: Sequence[int],
+    moving_mean: Sequence[int],
+    moving_var: Sequence[int],
+    axis: int = 1,
+    op_name: str = "relay.nn.batch_norm",
+) -> Shape:
+    """`data`'s shape; each parameter is 1-d with `data.shape[axis]` elements."""
+    ax = normalize_axis(axis, len(data), op_name)
+    for what, shape in (
+        ("gamma", gamma),
+        ("beta", beta),
+        ("moving_mean", moving_mean),
+        ("moving_var", moving_var),
+    ):
+        _check_channel_vector(data, shape, ax, op_name, what)
+    return tuple(data)
+
+
+def layer_norm_output_shape(
+    data: Sequence[int],
+    gamma: Sequence[int],
+    beta: Sequence[int],
+    axis: int = -1,
+    op_name: str = "relay.nn.layer_norm",
+) -> Shape:
+    """`data`'s shape; `gamma`, `beta` are 1-d with `data.shape[axis]` elements."""
+    ax = normalize_axis(axis, len(data), op_name)
+    _check_channel_vector(data, gamma, ax, op_name, "gamma")
+    _check_channel_vector(data, beta, ax, op_name, "beta")
+    return tuple(data)
+
+@irdl_op_definition
+class BiasAddOp(InferredOp):
+    """`data + bias` with the 1-d `bias` laid along `axis` of `data`
+    (default 1, the channels of NCHW; negative axes count from the end)."""
+
+    name = "relay.nn.bias_add"
+
+    data = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64], default_value=i64_attr(1))
+
+    assembly_format = (
+        "$data `,` $bias attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        data: SSAValue,
+        bias: SSAValue,
+        axis: int = 1,
+        result_type: Attribute | None = None,
+    ):
+        self._build([data, bias], {"axis": i64_attr(axis)}, result_type)
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data, bias = _tensors(cls.name, [("data", operand_types[0]), ("bias", operand_types[1])])
+        shape = bias_add_output_shape(
+            data.get_shape(), bias.get_shape(), attrs["axis"], cls.name
+        )
+        return TensorType(data.element_type, shape)
+
+
+# --- Linear algebra ------------------------------------------------------------
+
+
+@irdl_op_definition
+class DenseOp(InferredOp):
+    """`data [..., K]` times the transposed `weight [N, K]`: `[..., N]`
+    (`out[..., n] = sum_k data[..., k] * weight[n, k]`); `units`, if given, must be N."""
+
+    name = "relay.nn.dense"
+
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    result = result_def(TensorType)
+    units = opt_prop_def(IntegerAttr[I64])
+
+    assembly_format = (
+        "$data `,` $weight attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        data: SSAValue,
+        weight: SSAValue,
+        units: int | None = None,
+        result_type: Attribute | None = None,
+    ):
+        self._build([data, weight], {"units": _opt_i64(units)}, result_type)
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data, weight = _tensors(
+            cls.name, [("data", operand_types[0]), ("weight", operand_types[1])]
+        )
+        shape = dense_output_shape(
+            data.get_shape(), weight.get_shape(), attrs["units"], cls.name
+        )
+        return TensorType(data.element_type, shape)
+
+
+@irdl_op_definition
+class MatmulOp(InferredOp):
+    """`tensor_a [..., M, K]` times the 2-d `tensor_b [K, N]`: `[..., M, N]`;
+    `transpose_a` reads a as `[..., K, M]`, `transpose_b` reads b as `[N, K]`."""
+
+    name = "relay.nn.matmul"
+
+    tensor_a = operand_def(TensorType)
+    tensor_b = operand_def(TensorType)
+    result = result_def(TensorType)
+    units = opt_prop_def(IntegerAttr[I64])
+    transpose_a = prop_def(BoolAttr, default_value=bool_attr(False))
+    transpose_b = prop_def(BoolAttr, default_value=bool_attr(False))
+
+    assembly_format = (
+        "$tensor_a `,` $tensor_b attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        tensor_a: SSAValue,
+        tensor_b: SSAValue,
+        units: int | None = None,
+        transpose_a: bool = False,
+        transpose_b: bool = False,
+        result_type: Attribute | None = None,
+    ):
+        self._build(
+            [tensor_a, tensor_b],
+            {
+                "units": _opt_i64(units),
+                "transpose_a": bool_attr(transpose_a),
+                "transpose_b": bool_attr(transpose_b),
+            },
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        a, b = _tensors(
+            cls.name, [("tensor_a", operand_types[0]), ("tensor_b", operand_types[1])]
+        )
+        shape = matmul_output_shape(
+            a.get_shape(),
+            b.get_shape(),
+            attrs["transpose_a"],
+            attrs["transpose_b"],
+            attrs["units"],
+            cls.name,
+        )
+        return TensorType(a.element_type, shape)
+
+
+@irdl_op_definition
+class BatchMatmulOp(InferredOp):
+    """Batched `x [B, M, K]` times the transposed `y [B, N, K]`: `[B, M, N]`
+    (defaults `transpose_a = false`, `transpose_b = true` as in Relay; a batch of
+    1 broadcasts)."""
+
+    name = "relay.nn.batch_matmul"
+
+    x = operand_def(TensorType)
+    y = operand_def(TensorType)
+    result = result_def(TensorType)
+    transpose_a = prop_def(BoolAttr, default_value=bool_attr(False))
+    transpose_b = prop_def(BoolAttr, default_value=bool_attr(True))
+
+    assembly_format = "$x `,` $y attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        x: SSAValue,
+        y: SSAValue,
+        transpose_a: bool = False,
+        transpose_b: bool = True,
+        result_type: Attribute | None = None,
+    ):
+        self._build(
+            [x, y],
+            {
+                "transpose_a": bool_attr(transpose_a),
+                "transpose_b": bool_attr(transpose_b),
+            },
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        x, y = _tensors(cls.name, [("x", operand_types[0]), ("y", operand_types[1])])
+        shape = batch_matmul_output_shape(
+            x.get_shape(),
+            y.get_shape(),
+            attrs["transpose_a"],
+            attrs["transpose_b"],
+            cls.name,
+        )
+        return TensorType(x.element_type, shape)
+
+
+# --- Convolution and pooling ---------------------------------------------------
+
+
+@irdl_op_definition
+class Conv2dOp(InferredOp):
+    """2-d cross-correlation of NCHW `data` with OIHW `weight`:
+    `out[n, o, y, x] = sum_{c, i, j} data_padded[n, g*C/G + c, y*sh + i*dh, x*sw + j*dw]
+    * weight[o, c, i, j]` with `g = o / (O/G)`. `padding` has 1, 2 or 4 values
+    (top, left, bottom, right); `groups == C` with `O == C * multiplier` is
+    depthwise. `channels` and `kernel_size`, if given, must match the weight."""
+
+    name = "relay.nn.conv2d"
+
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)))
+    padding = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((0, 0)))
+    dilation = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)))
+    groups = prop_def(IntegerAttr[I64], default_value=i64_attr(1))
+    channels = opt_prop_def(IntegerAttr[I64])
+    kernel_size = opt_prop_def(DenseArrayBase.constr(i64))
+    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
+    kernel_layout = prop_def(StringAttr, default_value=StringAttr("OIHW"))
+
+    assembly_format = (
+        "$data `,` $weight attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        data: SSAValue,
+        weight: SSAValue,
+        strides: int | Sequence[int] = (1, 1),
+        padding: int | Sequence[int] = (0, 0),
+        dilation: int | Sequence[int] = (1, 1),
+        groups: int = 1,
+        channels: int | None = None,
+        kernel_size: int | Sequence[int] | None = None,
+        data_layout: str = "NCHW",
+        kernel_layout: str = "OIHW",
+        result_type: Attribute | None = None,
+    ):
+        self._build(
+            [data, weight],
+            {
+                "strides": _pair(strides),
+                "padding": i64_array(padding),
+                "dilation": _pair(dilation),
+                "groups": i64_attr(groups),
+                "channels": _opt_i64(channels),
+                "kernel_size": None if kernel_size is None else _pair(kernel_size),
+                "data_layout": _string_attr(data_layout),
+                "kernel_layout": _string_attr(kernel_layout),
+            },
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        _check_layout(cls.name, attrs, "data_layout", "NCHW")
+        _check_layout(cls.name, attrs, "kernel_layout", "OIHW")
+        data, weight = _tensors(
+            cls.name, [("data", operand_types[0]), ("weight", operand_types[1])]
+        )
+        shape = conv2d_output_shape(
+            data.get_shape(),
+            weight.get_shape(),
+            attrs["strides"],
+            attrs["padding"],
+            attrs["dilation"],
+            attrs["groups"],
+            attrs["channels"],
+            attrs["kernel_size"],
+            cls.name,
+        )
+        return TensorType(data.element_type, shape)
+
+
+class Pool2dOp(InferredOp, abc.ABC):
+    """A 2-d pool over the H, W dimensions of NCHW data."""
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    pool_size = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)))
+    strides = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)))
+    padding = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((0, 0)))
+    dilation = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)))
+    layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
+    ceil_mode = prop_def(BoolAttr, default_value=bool_attr(False))
+
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        data: SSAValue,
+        pool_size: int | Sequence[int] = (1, 1),
+        strides: int | Sequence[int] = (1, 1),
+        padding: int | Sequence[int] = (0, 0),
+        dilation: int | Sequence[int] = (1, 1),
+        ceil_mode: bool = False,
+        layout: str = "NCHW",
+        result_type: Attribute | None = None,
+        **extra: Attribute,
+    ):
+        self._build(
+            [data],
+            {
+                "pool_size": _pair(pool_size),
+                "strides": _pair(strides),
+                "padding": i64_array(padding),
+                "dilation": _pair(dilation),
+                "ceil_mode": bool_attr(ceil_mode),
+                "layout": _string_attr(layout),
+                **extra,
+            },
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        _check_layout(cls.name, attrs, "layout", "NCHW")
+        (data,) = _tensors(cls.name, [("data", operand_types[0])])
+        shape = pool2d_output_shape(
+            data.get_shape(),
+            attrs["pool_size"],
+            attrs["strides"],
+            attrs["padding"],
+            attrs["dilation"],
+            attrs["ceil_mode"],
+            cls.name,
+        )
+        return TensorType(data.element_type, shape)
+
+
+@irdl_op_definition
+class MaxPool2dOp(Pool2dOp):
+    """The maximum over each `pool_size` window of NCHW `data`; padding
+    counts as -inf. `ceil_mode` adds windows as Relay does
+    (`(H + pad - span + stride - 1) / stride + 1` outputs)."""
+
+    name = "relay.nn.max_pool2d"
+
+
+@irdl_op_definition
+class AvgPool2dOp(Pool2dOp):
+    """The mean over each `pool_size` window of NCHW `data`. The divisor counts
+    the real elements of the window, plus the explicit padding when
+    `count_include_pad` (never the extra `ceil_mode` padding), as Relay/ONNX."""
+
+    name = "relay.nn.avg_pool2d"
+
+    count_include_pad = prop_def(
+        BoolAttr, default_value=bool_attr(False)
+    )
+
+    def __init__(
+        self,
+        data: SSAValue,
+        pool_size: int | Sequence[int] = (1, 1),
+        strides: int | Sequence[int] = (1, 1),
+        padding: int | Sequence[int] = (0, 0),
+        dilation: int | Sequence[int] = (1, 1),
+        ceil_mode: bool = False,
+        count_include_pad: bool = False,
+        layout: str = "NCHW",
+        result_type: Attribute | None = None,
+    ):
+        super().__init__(
+            data,
+            pool_size,
+            strides,
+            padding,
+            dilation,
+            ceil_mode,
+            layout,
+            result_type,
+            count_include_pad=bool_attr(count_include_pad),
+        )
+
+
+@irdl_op_definition
+class GlobalAvgPool2dOp(InferredOp):
+    """The mean over H and W of NCHW `data`: `[N, C, 1, 1]`."""
+
+    name = "relay.nn.global_avg_pool2d"
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
+
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self, data: SSAValue, layout: str = "NCHW", result_type: Attribute | None = None
+    ):
+        self._build([data], {"layout": _string_attr(layout)}, result_type)
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        _check_layout(cls.name, attrs, "layout", "NCHW")
+        (data,) = _tensors(cls.name, [("data", operand_types[0])])
+        return TensorType(
+            data.element_type, global_pool2d_output_shape(data.get_shape(), cls.name)
+        )
+
+
+# --- Normalisation -------------------------------------------------------------
+
+
+class SoftmaxBase(InferredOp, abc.ABC):
+    """An op normalising `data` along one `axis` (default -1)."""
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64], default_value=i64_attr(-1))
+
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self, data: SSAValue, axis: int = -1, result_type: Attribute | None = None
+    ):
+        self._build([data], {"axis": i64_attr(axis)}, result_type)
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        (data,) = _tensors(cls.name, [("data", operand_types[0])])
+        normalize_axis(attrs["axis"], len(data.get_shape()), cls.name)
+        return data
+
+
+@irdl_op_definition
+class SoftmaxOp(SoftmaxBase):
+    """`exp(data) / sum(exp(data))` along `axis`."""
+
+    name = "relay.nn.softmax"
+
+
+@irdl_op_definition
+class LogSoftmaxOp(SoftmaxBase):
+    """`data - log(sum(exp(data)))` along `axis`."""
+
+    name = "relay.nn.log_softmax"
+
+
+def _check_epsilon(op_name: str, attrs: Mapping[str, Any]) -> None:
+    epsilon = attrs["epsilon"]
+    assert isinstance(epsilon, float)
+    if not epsilon >= 0:
+        raise _error(op_name, f"epsilon must be non-negative, got {epsilon}")
+
+
+@irdl_op_definition
+class BatchNormOp(InferredOp):
+    """Inference-mode batch normalisation along `axis` (default 1, channels):
+    `(data - moving_mean) / sqrt(moving_var + epsilon) * gamma + beta`, without
+    `gamma` unless `scale` and without `beta` unless `center`.
+
+    Relay's batch_norm returns a 3-tuple (data, mean, var); here it has ONE
+    result, the normalised data (the only one inference uses).
+    """
+
+    name = "relay.nn.batch_norm"
+
+    data = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    moving_mean = operand_def(TensorType)
+    moving_var = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64], default_value=i64_attr(1))
+    epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
+    center = prop_def(BoolAttr, default_value=bool_attr(True))
+    scale = prop_def(BoolAttr, default_value=bool_attr(True))
+
+    assembly_format = (
+        "$data `,` $gamma `,` $beta `,` $moving_mean `,` $moving_var attr-dict "
+        "`:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        data: SSAValue,
+        gamma: SSAValue,
+        beta: SSAValue,
+        moving_mean: SSAValue,
+        moving_var: SSAValue,
+        axis: int = 1,
+        epsilon: float = 1e-5,
+        center: bool = True,
+        scale: bool = True,
+        result_type: Attribute | None = None,
+    ):
+        self._build(
+            [data, gamma, beta, moving_mean, moving_var],
+            {
+                "axis": i64_attr(axis),
+                "epsilon": float_attr(epsilon),
+                "center": bool_attr(center),
+                "scale": bool_attr(scale),
+            },
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        names = ("data", "gamma", "beta", "moving_mean", "moving_var")
+        types = _tensors(cls.name, list(zip(names, operand_types)))
+        _check_epsilon(cls.name, attrs)
+        batch_norm_output_shape(
+            *(t.get_shape() for t in types), attrs["axis"], cls.name
+        )
+        return types[0]
+
+
+@irdl_op_definition
+class LayerNormOp(InferredOp):
+    """Normalises `data` along `axis` (default -1) to mean 0 and variance 1
+    (population variance, plus `epsilon`), then `* gamma` if `scale` and
+    `+ beta` if `center`, both laid along `axis`."""
+
+    name = "relay.nn.layer_norm"
+
+    data = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64], default_value=i64_attr(-1))
+    epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
+    center = prop_def(BoolAttr, default_value=bool_attr(True))
+    scale = prop_def(BoolAttr, default_value=bool_attr(True))
+
+    assembly_format = (
+        "$data `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        data: SSAValue,
+        gamma: SSAValue,
+        beta: SSAValue,
+        axis: int = -1,
+        epsilon: float = 1e-5,
+        center: bool = True,
+        scale: bool = True,
+        result_type: Attribute | None = None,
+    ):
+        self._build(
+            [data, gamma, beta],
+            {
+                "axis": i64_attr(axis),
+                "epsilon": float_attr(epsilon),
+                "center": bool_attr(center),
+                "scale": bool_attr(scale),
+            },
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        names = ("data", "gamma", "beta")
+        types = _tensors(cls.name, list(zip(names, operand_types)))
+        _check_epsilon(cls.name, attrs)
+        layer_norm_output_shape(
+            *(t.get_shape() for t in types), attrs["axis"], cls.name
+        )
+        return types[0]
+
+

@@ -1,0 +1,243 @@
+"""Elementwise tensor ops (TVM's relay/op/tensor): arithmetic with numpy
+broadcasting, unary math, clip."""
+
+from __future__ import annotations
+
+import abc
+
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    TensorType,
+    f64,
+)
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from byoc.dialects.relay.base import (
+    RelayOp,
+    _error,
+    broadcast_shapes,
+    check_result,
+    tensor_of,
+)
+
+# --- Elementwise ops ---------------------------------------------------------
+
+
+class ElementwiseBinaryOp(RelayOp, abc.ABC):
+    """Elementwise binary op with numpy broadcasting on operands of one dtype."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None
+    ):
+        if result_type is None:
+            lt, rt = lhs.type, rhs.type
+            assert isinstance(lt, TensorType) and isinstance(rt, TensorType)
+            shape = broadcast_shapes(lt.get_shape(), rt.get_shape(), self.name)
+            result_type = TensorType(lt.element_type, shape)
+        super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    def verify_(self) -> None:
+        lt = tensor_of(self.lhs, self.name, "lhs")
+        rt = tensor_of(self.rhs, self.name, "rhs")
+        if lt.element_type != rt.element_type:
+            raise VerifyException(
+                f"'{self.name}': operands have different element types "
+                f"{lt.element_type} and {rt.element_type}"
+            )
+        shape = broadcast_shapes(lt.get_shape(), rt.get_shape(), self.name)
+        check_result(self, shape, lt.element_type)
+
+
+class ElementwiseUnaryOp(RelayOp, abc.ABC):
+    """Elementwise unary op: the result has the operand's type."""
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, data: SSAValue, result_type: Attribute | None = None):
+        super().__init__(
+            operands=[data], result_types=[result_type or data.type]
+        )
+
+    def verify_(self) -> None:
+        typ = tensor_of(self.data, self.name, "data")
+        check_result(self, typ.get_shape(), typ.element_type)
+
+
+@irdl_op_definition
+class AddOp(ElementwiseBinaryOp):
+    """Elementwise `lhs + rhs`."""
+
+    name = "relay.add"
+
+
+@irdl_op_definition
+class SubtractOp(ElementwiseBinaryOp):
+    """Elementwise `lhs - rhs`."""
+
+    name = "relay.subtract"
+
+
+@irdl_op_definition
+class MultiplyOp(ElementwiseBinaryOp):
+    """Elementwise `lhs * rhs`."""
+
+    name = "relay.multiply"
+
+
+@irdl_op_definition
+class DivideOp(ElementwiseBinaryOp):
+    """Elementwise `lhs / rhs` (IEEE division)."""
+
+    name = "relay.divide"
+
+
+@irdl_op_definition
+class MaximumOp(ElementwiseBinaryOp):
+    """Elementwise `max(lhs, rhs)` (NaN if either is NaN, as numpy.maximum)."""
+
+    name = "relay.maximum"
+
+
+@irdl_op_definition
+class MinimumOp(ElementwiseBinaryOp):
+    """Elementwise `min(lhs, rhs)` (NaN if either is NaN, as numpy.minimum)."""
+
+    name = "relay.minimum"
+
+
+@irdl_op_definition
+class PowerOp(ElementwiseBinaryOp):
+    """Elementwise `lhs ** rhs` (C `powf`: NaN for a negative base and a
+    non-integer exponent)."""
+
+    name = "relay.power"
+
+
+@irdl_op_definition
+class ReluOp(ElementwiseUnaryOp):
+    """Elementwise `max(data, 0)`."""
+
+    name = "relay.nn.relu"
+
+
+@irdl_op_definition
+class TanhOp(ElementwiseUnaryOp):
+    """Elementwise hyperbolic tangent."""
+
+    name = "relay.tanh"
+
+
+@irdl_op_definition
+class ExpOp(ElementwiseUnaryOp):
+    """Elementwise `e ** data`."""
+
+    name = "relay.exp"
+
+
+@irdl_op_definition
+class NegativeOp(ElementwiseUnaryOp):
+    """Elementwise `-data`."""
+
+    name = "relay.negative"
+
+
+@irdl_op_definition
+class AbsOp(ElementwiseUnaryOp):
+    """Elementwise `|data|`."""
+
+    name = "relay.abs"
+
+
+@irdl_op_definition
+class LogOp(ElementwiseUnaryOp):
+    """Elementwise natural logarithm (-inf at 0, NaN below)."""
+
+    name = "relay.log"
+
+
+@irdl_op_definition
+class SqrtOp(ElementwiseUnaryOp):
+    """Elementwise square root (NaN below 0)."""
+
+    name = "relay.sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(ElementwiseUnaryOp):
+    """Elementwise `1 / sqrt(data)`."""
+
+    name = "relay.rsqrt"
+
+
+@irdl_op_definition
+class SigmoidOp(ElementwiseUnaryOp):
+    """Elementwise logistic function `1 / (1 + exp(-data))`."""
+
+    name = "relay.sigmoid"
+
+
+@irdl_op_definition
+class ErfOp(ElementwiseUnaryOp):
+    """Elementwise Gauss error function."""
+
+    name = "relay.erf"
+
+
+@irdl_op_definition
+class ClipOp(ElementwiseUnaryOp):
+    """Elementwise `min(max(data, a_min), a_max)`; `a_min`, `a_max` are float
+    attributes (any float type) with `a_min <= a_max`."""
+
+    name = "relay.clip"
+
+    a_min = prop_def(FloatAttr)
+    a_max = prop_def(FloatAttr)
+
+    def __init__(
+        self,
+        data: SSAValue,
+        a_min: float | FloatAttr,
+        a_max: float | FloatAttr,
+        result_type: Attribute | None = None,
+    ):
+        if not isinstance(a_min, FloatAttr):
+            a_min = FloatAttr(float(a_min), f64)
+        if not isinstance(a_max, FloatAttr):
+            a_max = FloatAttr(float(a_max), f64)
+        RelayOp.__init__(
+            self,
+            operands=[data],
+            result_types=[result_type or data.type],
+            properties={"a_min": a_min, "a_max": a_max},
+        )
+
+    def verify_(self) -> None:
+        super().verify_()
+        low, high = self.a_min.value.data, self.a_max.value.data
+        if not low <= high:
+            raise _error(self.name, f"a_min ({low}) must not exceed a_max ({high})")
+
