@@ -6,7 +6,7 @@
 """
 
 from byoc.frontend.diagnostics import ByocError
-from byoc.frontend.onnx_import import from_onnx
+from byoc.frontend.onnx import from_onnx
 from byoc.runtime.build import compile
 from byoc.runtime.compiled import CompiledModule
 from byoc.runtime.reference import run_reference

@@ -148,7 +148,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=500, help="calls per contender")
     args = parser.parse_args()
-    from byoc.frontend.onnx_import import from_onnx
+    from byoc.frontend.onnx import from_onnx
 
     installed = set(available_backends())
     workloads = [

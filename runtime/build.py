@@ -54,7 +54,7 @@ def load_source(source: Source) -> ModuleOp:
 
     A `.onnx` path or an `onnx.ModelProto` goes through the ONNX importer.
     """
-    from byoc.frontend.onnx_import import from_onnx, is_onnx_source
+    from byoc.frontend.onnx import from_onnx, is_onnx_source
 
     if is_onnx_source(source):
         return from_onnx(source)  # type: ignore[arg-type]
@@ -164,7 +164,7 @@ def partition_for(module: ModuleOp, backends: Sequence[Backend]) -> None:
 
 def source_content(source: Source) -> bytes | None:
     """The bytes a compile of `source` depends on, for the cache key (None: unknown)."""
-    from byoc.frontend.onnx_import import is_onnx_source
+    from byoc.frontend.onnx import is_onnx_source
 
     if isinstance(source, ModuleOp):
         return b"module\0" + str(source).encode()

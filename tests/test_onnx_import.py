@@ -23,7 +23,7 @@ import byoc  # noqa: E402
 from byoc.backends import available_backends  # noqa: E402
 from byoc.dialects import relay  # noqa: E402
 from byoc.frontend.diagnostics import ByocError  # noqa: E402
-from byoc.frontend.onnx_import import SUPPORTED_OPS, from_onnx  # noqa: E402
+from byoc.frontend.onnx import SUPPORTED_OPS, from_onnx  # noqa: E402
 from byoc.frontend.parse import parse_text  # noqa: E402
 
 BIN = Path(sys.executable).parent
@@ -1029,7 +1029,7 @@ def test_byoc_works_without_onnx() -> None:
         "import sys; sys.modules['onnx'] = None\n"
         "import byoc\n"
         f"byoc.compile({str(EXAMPLES / 'byoc_guide.mlir')!r}, targets=[], cache=False)\n"
-        "from byoc.frontend.onnx_import import from_onnx\n"
+        "from byoc.frontend.onnx import from_onnx\n"
         "try:\n"
         f"    from_onnx({str(EXAMPLES / 'cnn.onnx')!r})\n"
         "except byoc.ByocError as err:\n"

@@ -51,7 +51,7 @@ def input_shapes(specs: Sequence[str]) -> dict[str, list[int]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     def body() -> None:
-        from byoc.frontend.onnx_import import from_onnx
+        from byoc.frontend.onnx import from_onnx
 
         args = parser().parse_args(argv)
         module = from_onnx(args.file, input_shapes=input_shapes(args.input_shape))

@@ -1,0 +1,313 @@
+"""The graph importer: `GraphImporter` builds `@main` node by node, each
+node handed to its converter as a `Node` (inputs, attributes, error wording)."""
+
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    FunctionType,
+    IntAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f32,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from byoc.dialects import relay
+from byoc.frontend.diagnostics import ByocError
+from byoc.frontend.onnx.loader import (
+    _dims,
+    _dtype_name,
+    _onnx,
+    default_opset,
+)
+
+if TYPE_CHECKING:
+    import onnx
+
+Shape = tuple[int, ...]
+
+
+# --- The conversion --------------------------------------------------------------
+
+
+class Node:
+    """One ONNX node being converted: its inputs, attributes and error wording."""
+
+    def __init__(self, graph: GraphImporter, proto: onnx.NodeProto, index: int):
+        onnx = _onnx()
+        self.graph = graph
+        self.proto = proto
+        self.index = index
+        self.op_type = proto.op_type
+        self.name = proto.name
+        self.inputs = list(proto.input)
+        self.outputs = list(proto.output)
+        self.attributes: dict[str, Any] = {
+            a.name: onnx.helper.get_attribute_value(a) for a in proto.attribute
+        }
+        self.check_shapes = True
+
+    @property
+    def label(self) -> str:
+        """`'conv_9' (Conv)`; unnamed nodes by their position."""
+        name = f"'{self.name}'" if self.name else f"#{self.index}"
+        return f"{name} ({self.op_type})"
+
+    def error(self, message: str) -> ByocError:
+        return ByocError(f"error: {self.graph.filename}: node {self.label}: {message}")
+
+    # Attributes
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        value = self.attributes.get(name, default)
+        return value.decode() if isinstance(value, bytes) else value
+
+    def ints(self, name: str, default: Sequence[int] | None = None) -> list[int] | None:
+        value = self.attributes.get(name)
+        if value is None:
+            return None if default is None else list(default)
+        return [int(v) for v in value]
+
+    # Inputs
+
+    def has(self, i: int) -> bool:
+        """Whether optional input `i` is given."""
+        return i < len(self.inputs) and self.inputs[i] != ""
+
+    def value(self, i: int) -> SSAValue:
+        """Input `i` as a float32 relay value."""
+        if not self.has(i):
+            raise self.error(f"input {i} is missing")
+        return self.graph.value(self.inputs[i], self)
+
+    def constant(self, i: int, what: str) -> np.ndarray:
+        """Input `i`, which must be known at import time (an initializer or Constant)."""
+        array = self.graph.constants.get(self.inputs[i]) if self.has(i) else None
+        if array is None:
+            raise self.error(
+                f"{what} (input {i}, '{self.inputs[i] if self.has(i) else ''}') must "
+                "be a constant: an initializer or the output of a Constant node"
+            )
+        return array
+
+    def optional_constant(self, i: int, what: str) -> np.ndarray | None:
+        return self.constant(i, what) if self.has(i) else None
+
+    def is_constant(self, i: int) -> bool:
+        return self.has(i) and self.inputs[i] in self.graph.constants
+
+    def shape(self, i: int) -> Shape:
+        """The static shape of input `i`."""
+        if self.is_constant(i):
+            return tuple(self.graph.constants[self.inputs[i]].shape)
+        return shape_of(self.value(i))
+
+    def only_first_output(self) -> None:
+        """Reject nodes whose optional extra outputs are used."""
+        extra = [o for o in self.outputs[1:] if o]
+        if extra:
+            raise self.error(
+                f"only the first output is supported; the node also produces "
+                f"{', '.join(repr(o) for o in extra)}"
+            )
+
+    # Building
+
+    def emit(self, op: Operation) -> SSAValue:
+        return self.graph.emit(op)
+
+    def const(self, array: np.ndarray | float, name: str | None = None) -> SSAValue:
+        """A new float32 relay.constant (named `name`, e.g. a transposed initializer)."""
+        value = self.graph.emit(
+            relay.ConstantOp.from_numpy(np.asarray(array, np.float32))
+        )
+        if name:
+            set_name(value, name)
+        return value
+
+
+def shape_of(value: SSAValue) -> Shape:
+    typ = value.type
+    assert isinstance(typ, TensorType)
+    return tuple(typ.get_shape())
+
+
+Converter = Callable[[Node], Sequence[SSAValue] | SSAValue | None]
+
+
+class GraphImporter:
+    """Builds `@main` from one ONNX graph, node by node in graph order."""
+
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        filename: str,
+        converters: Mapping[str, Converter],
+    ):
+        self.converters = converters
+        self.model = model
+        self.filename = filename
+        self.opset = default_opset(model)
+        self.values: dict[str, SSAValue] = {}
+        self.constants: dict[str, np.ndarray] = {}
+        self.materialized: dict[str, SSAValue] = {}
+        self.block = Block()
+        self.location: FileLineColLoc | None = None
+        self.file_attr = StringAttr(filename)
+        self.inferred: dict[str, list[int | str | None] | None] = {}
+
+    # Values
+
+    def emit(self, op: Operation) -> SSAValue:
+        if self.location is not None:
+            op.location = self.location
+        self.block.add_op(op)
+        return op.results[0]
+
+    def value(self, name: str, node: Node | None) -> SSAValue:
+        """The relay value of ONNX tensor `name` (constants become relay.constant once)."""
+        value = self.values.get(name)
+        if value is None:
+            value = self.materialized.get(name)
+        if value is not None:
+            return value
+        array = self.constants.get(name)
+        if array is None:
+            where = f"node {node.label}" if node else "the graph"
+            raise ByocError(
+                f"error: {self.filename}: {where} uses '{name}', which no node, "
+                "input or initializer defines"
+            )
+        if array.dtype != np.float32:
+            what = f"node {node.label}: " if node else ""
+            raise ByocError(
+                f"error: {self.filename}: {what}tensor '{name}' is {array.dtype}; "
+                "byoc imports only float32 tensors as data"
+            )
+        value = self.emit(relay.ConstantOp.from_numpy(array))
+        set_name(value, name)
+        self.materialized[name] = value
+        return value
+
+    # The graph
+
+    def run(self) -> ModuleOp:
+        graph = self.model.graph
+        for value_info in (*graph.input, *graph.value_info, *graph.output):
+            self.inferred[value_info.name] = _dims(value_info.type)
+        for tensor in graph.initializer:
+            self.constants[tensor.name] = _to_numpy(tensor, self.filename)
+
+        arg_types = []
+        inputs = [i for i in graph.input if i.name not in self.constants]
+        for value_info in inputs:
+            arg_types.append(self._input_type(value_info))
+        self.block = Block(arg_types=arg_types)
+        for value_info, arg in zip(inputs, self.block.args):
+            self.values[value_info.name] = arg
+            set_name(arg, value_info.name)
+
+        for index, proto in enumerate(graph.node):
+            node = Node(self, proto, index)
+            self.location = FileLineColLoc(self.file_attr, IntAttr(index + 1), IntAttr(1))
+            self._convert(node)
+        self.location = None
+
+        results = []
+        for value_info in graph.output:
+            self._check_float(value_info, "output")
+            results.append(self.value(value_info.name, None))
+        self.block.add_op(func.ReturnOp(*results))
+        main = func.FuncOp(
+            "main",
+            FunctionType.from_lists(arg_types, [v.type for v in results]),
+            Region(self.block),
+        )
+        return ModuleOp([main])
+
+    def _check_float(self, value_info: Any, what: str) -> None:
+        if not value_info.type.HasField("tensor_type"):
+            raise ByocError(
+                f"error: {self.filename}: {what} '{value_info.name}' is not a tensor"
+            )
+        elem = value_info.type.tensor_type.elem_type
+        if elem not in (0, 1):  # UNDEFINED (not declared), FLOAT
+            raise ByocError(
+                f"error: {self.filename}: {what} '{value_info.name}' is "
+                f"{_dtype_name(elem)}; byoc imports only float32 tensors"
+            )
+
+    def _input_type(self, value_info: Any) -> TensorType:
+        self._check_float(value_info, "input")
+        dims = _dims(value_info.type)
+        name = value_info.name
+        if dims is None or any(not isinstance(d, int) for d in dims):
+            shown = "unknown" if dims is None else (
+                "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+            )
+            raise ByocError(
+                f"error: {self.filename}: input '{name}' has a dynamic shape "
+                f"{shown}; byoc needs static shapes (pin it with "
+                f"input_shapes={{'{name}': [...]}}, or byoc-import --input-shape "
+                f"{name}=d0,d1,...)"
+            )
+        return TensorType(f32, dims)
+
+    def _convert(self, node: Node) -> None:
+        converter = self.converters[node.op_type]
+        try:
+            produced = converter(node)
+        except VerifyException as err:
+            raise node.error(str(err)) from None
+        if produced is None:
+            return  # the converter recorded its outputs itself (constants)
+        values = [produced] if isinstance(produced, SSAValue) else list(produced)
+        for output, value in zip(node.outputs, values):
+            if not output:
+                continue
+            self.values[output] = value
+            if value.name_hint is None:
+                set_name(value, output)
+            if node.check_shapes:
+                self._check_inferred(node, output, shape_of(value))
+
+    def _check_inferred(self, node: Node, output: str, shape: Shape) -> None:
+        """The imported shape must be ONNX's; a difference is an importer bug."""
+        dims = self.inferred.get(output)
+        if dims is None or any(not isinstance(d, int) for d in dims):
+            return
+        if tuple(dims) != shape:
+            raise node.error(
+                f"internal error: output '{output}' has shape {list(shape)} but "
+                f"ONNX infers {dims}"
+            )
+
+
+def set_name(value: SSAValue, onnx_name: str) -> None:
+    """Name `value` after an ONNX tensor, as far as SSA names allow."""
+    name = re.sub(r"[^\w$.-]", "_", onnx_name)
+    if not name or not re.match(r"[A-Za-z_$.-]", name):
+        name = "v" + name
+    value.name_hint = name
+
+
+def _to_numpy(tensor: Any, filename: str) -> np.ndarray:
+    onnx = _onnx()
+    try:
+        return onnx.numpy_helper.to_array(tensor)
+    except Exception as err:
+        raise ByocError(
+            f"error: {filename}: cannot read tensor '{tensor.name}': {err}"
+        ) from None
+
+

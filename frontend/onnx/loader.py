@@ -1,0 +1,178 @@
+"""Reading ONNX models: files and protos, external weights, sanity checks,
+pinning input shapes and ONNX's own shape inference."""
+
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from byoc.frontend.diagnostics import ByocError
+
+if TYPE_CHECKING:
+    import onnx
+
+Shape = tuple[int, ...]
+
+
+
+def _onnx() -> Any:
+    """The onnx package, imported on first use."""
+    try:
+        import onnx
+    except ImportError:
+        raise ByocError(
+            "error: importing ONNX models needs the onnx package "
+            "(pip install 'byoc[onnx]')"
+        ) from None
+    return onnx
+
+
+def is_onnx_source(source: object) -> bool:
+    """Whether `source` is an ONNX model: a `.onnx` path or an `onnx.ModelProto`."""
+    if isinstance(source, (str, Path)):
+        return str(source).lower().endswith(".onnx") and "\n" not in str(source)
+    onnx = sys.modules.get("onnx")  # a ModelProto exists only if onnx is loaded
+    return onnx is not None and isinstance(source, onnx.ModelProto)
+
+
+# --- Loading -------------------------------------------------------------------
+
+
+def load_model(source: str | Path | onnx.ModelProto) -> tuple[onnx.ModelProto, str]:
+    """The ModelProto of `source` and the name to use in messages."""
+    onnx = _onnx()
+    if isinstance(source, onnx.ModelProto):
+        return source, "<onnx model>"
+    if not isinstance(source, (str, Path)):
+        raise ByocError(
+            f"error: cannot import a {type(source).__name__} as ONNX; pass a path "
+            "or an onnx.ModelProto"
+        )
+    name = str(source)
+    path = Path(source)
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise ByocError(
+            f"error: {name}: cannot read the file: {err.strerror or err}"
+        ) from None
+    try:
+        model = onnx.load_from_string(data)
+    except Exception as err:  # protobuf's DecodeError, and anything odd it raises
+        raise ByocError(
+            f"error: {name}: not an ONNX model, or a truncated one (cannot decode "
+            f"the protobuf: {err})"
+        ) from None
+    _load_external_data(model, path, name)
+    return model, name
+
+
+def _load_external_data(model: onnx.ModelProto, path: Path, name: str) -> None:
+    """Read tensors stored next to the model (`onnx.save(..., save_as_external_data=True)`)."""
+    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+
+    if not any(uses_external_data(t) for t in model.graph.initializer):
+        return
+    try:
+        load_external_data_for_model(model, str(path.parent))
+    except Exception as err:
+        raise ByocError(
+            f"error: {name}: cannot read the model's external weights: {err}"
+        ) from None
+
+
+def _check_model(model: onnx.ModelProto, name: str) -> None:
+    """Reject what decodes as protobuf but is no model (a truncated or foreign file).
+
+    Not `onnx.checker`: it refuses models onnxruntime runs (graph outputs
+    without a shape, for one); the strict shape inference that follows checks
+    types and shapes node by node.
+    """
+    graph = model.graph
+    if model.ir_version <= 0 or not model.HasField("graph") or not graph.output:
+        raise ByocError(
+            f"error: {name}: not an ONNX model, or a truncated one (no IR version, "
+            "graph or graph outputs)"
+        )
+    if not any(e.domain in ("", "ai.onnx") for e in model.opset_import):
+        raise ByocError(
+            f"error: {name}: the model imports no ai.onnx operator set (a truncated "
+            "file?)"
+        )
+    for index, node in enumerate(graph.node):
+        if not node.op_type:
+            raise ByocError(f"error: {name}: node #{index} has no op type")
+
+
+def default_opset(model: onnx.ModelProto) -> int:
+    """The version of the default (`ai.onnx`) operator set the model imports."""
+    for entry in model.opset_import:
+        if entry.domain in ("", "ai.onnx"):
+            return entry.version
+    return 1
+
+
+# --- Shapes and types ------------------------------------------------------------
+
+
+def _dims(type_proto: Any) -> list[int | str | None] | None:
+    """The dimensions of a tensor type: ints, dim_param names, or None (unknown)."""
+    tensor = type_proto.tensor_type
+    if not tensor.HasField("shape"):
+        return None
+    dims: list[int | str | None] = []
+    for dim in tensor.shape.dim:
+        if dim.HasField("dim_value"):
+            dims.append(dim.dim_value)
+        elif dim.HasField("dim_param"):
+            dims.append(dim.dim_param)
+        else:
+            dims.append(None)
+    return dims
+
+
+def _dtype_name(elem_type: int) -> str:
+    onnx = _onnx()
+    try:
+        return onnx.helper.tensor_dtype_to_np_dtype(elem_type).name
+    except Exception:
+        return onnx.TensorProto.DataType.Name(elem_type).lower()
+
+
+def _pin_input_shapes(
+    model: onnx.ModelProto, shapes: Mapping[str, Sequence[int]], name: str
+) -> onnx.ModelProto:
+    """A copy of `model` whose graph inputs in `shapes` have those static shapes."""
+    onnx = _onnx()
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    by_name = {i.name: i for i in model.graph.input}
+    for input_name, shape in shapes.items():
+        value = by_name.get(input_name)
+        if value is None:
+            raise ByocError(
+                f"error: {name}: input_shapes names '{input_name}', which is not a "
+                f"graph input (inputs: {', '.join(sorted(by_name)) or 'none'})"
+            )
+        dims = value.type.tensor_type.shape
+        dims.ClearField("dim")
+        for size in shape:
+            dims.dim.add().dim_value = int(size)
+    # Stale shapes of intermediate values would conflict with the pinned ones.
+    del model.graph.value_info[:]
+    return model
+
+
+def _infer_shapes(model: onnx.ModelProto, name: str) -> onnx.ModelProto:
+    onnx = _onnx()
+    try:
+        return onnx.shape_inference.infer_shapes(
+            model, check_type=True, strict_mode=True, data_prop=True
+        )
+    except Exception as err:
+        message = str(err).strip()
+        raise ByocError(f"error: {name}: ONNX shape inference failed: {message}") from None
+
+

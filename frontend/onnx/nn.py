@@ -1,0 +1,455 @@
+"""Converters of neural-network ONNX operators: Softmax, Conv, pools, Gemm,
+MatMul and the normalisations."""
+
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from byoc.dialects import relay
+from byoc.frontend.onnx.graph import (
+    Converter,
+    Node,
+    shape_of,
+)
+
+if TYPE_CHECKING:
+    pass
+
+Shape = tuple[int, ...]
+
+
+def _softmax(node: Node) -> SSAValue:
+    data = node.value(0)
+    shape = shape_of(data)
+    rank = len(shape)
+    if node.graph.opset >= 13:
+        axis = relay.normalize_axis(node.attr("axis", -1), rank, "Softmax")
+        return node.emit(relay.SoftmaxOp(data, axis=axis))
+    # Before opset 13 the input is seen as 2-d: [prod(dims < axis), prod(dims >= axis)].
+    axis = relay.normalize_axis(node.attr("axis", 1), rank, "Softmax")
+    if axis == rank - 1:
+        return node.emit(relay.SoftmaxOp(data, axis=-1))
+    flat = (math.prod(shape[:axis]), math.prod(shape[axis:]))
+    out = node.emit(relay.SoftmaxOp(node.emit(relay.ReshapeOp(data, flat)), axis=1))
+    return node.emit(relay.ReshapeOp(out, shape))
+
+
+# Convolution and pooling
+
+
+def _auto_pads(
+    node: Node,
+    sizes: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+) -> list[int] | None:
+    """ONNX pads `[begin..., end...]` for `auto_pad`, or None for NOTSET."""
+    mode = node.attr("auto_pad", "NOTSET")
+    if mode == "NOTSET":
+        return None
+    if mode == "VALID":
+        return [0] * (2 * len(sizes))
+    if mode not in ("SAME_UPPER", "SAME_LOWER"):
+        raise node.error(
+            f"auto_pad '{mode}' is not valid (NOTSET, VALID, SAME_UPPER, SAME_LOWER)"
+        )
+    begins, ends = [], []
+    for size, k, s, d in zip(sizes, kernel, strides, dilations):
+        out = -(-size // s)
+        total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+        small, large = total // 2, total - total // 2
+        begins.append(small if mode == "SAME_UPPER" else large)
+        ends.append(large if mode == "SAME_UPPER" else small)
+    return begins + ends
+
+
+def _spatial(node: Node, data_shape: Shape, kernel: Sequence[int]) -> tuple[
+    list[int], list[int], list[int]
+]:
+    """strides, dilations and pads `[begin..., end...]` of a conv or pool node."""
+    n = len(kernel)
+    strides = node.ints("strides", [1] * n) or [1] * n
+    dilations = node.ints("dilations", [1] * n) or [1] * n
+    pads = node.ints("pads", [0] * 2 * n) or [0] * 2 * n
+    for what, values, count in (
+        ("strides", strides, n),
+        ("dilations", dilations, n),
+        ("pads", pads, 2 * n),
+    ):
+        if len(values) != count:
+            raise node.error(f"{what} {values} must have {count} values")
+    auto = _auto_pads(node, data_shape[2:], kernel, strides, dilations)
+    return strides, dilations, auto if auto is not None else pads
+
+
+def _check_spatial_rank(node: Node, shape: Shape) -> None:
+    if len(shape) not in (3, 4):
+        raise node.error(
+            f"only 1-d and 2-d {node.op_type} is supported; the input has shape "
+            f"{list(shape)} ({len(shape) - 2} spatial dimensions)"
+        )
+
+
+def _to_2d(node: Node, value: SSAValue) -> SSAValue:
+    """`[N, C, L]` as `[N, C, 1, L]` (1-d convolutions and pools run as 2-d)."""
+    n, c, length = shape_of(value)
+    return node.emit(relay.ReshapeOp(value, (n, c, 1, length)))
+
+
+def _pads_2d(pads: Sequence[int]) -> tuple[int, int, int, int]:
+    """ONNX 2-d pads `[top, left, bottom, right]`; 1-d `[begin, end]` as `[0, b, 0, e]`."""
+    if len(pads) == 2:
+        return (0, pads[0], 0, pads[1])
+    return (pads[0], pads[1], pads[2], pads[3])
+
+
+def _pair(values: Sequence[int]) -> tuple[int, int]:
+    return (1, values[0]) if len(values) == 1 else (values[0], values[1])
+
+
+def _conv(node: Node) -> SSAValue:
+    data = node.value(0)
+    shape = shape_of(data)
+    _check_spatial_rank(node, shape)
+    weight_shape = node.shape(1)
+    kernel = list(weight_shape[2:])
+    declared = node.ints("kernel_shape")
+    if declared is not None and list(declared) != kernel:
+        raise node.error(
+            f"kernel_shape {declared} does not match the weight's kernel {kernel}"
+        )
+    strides, dilations, pads = _spatial(node, shape, kernel)
+    group = int(node.attr("group", 1))
+    one_d = len(shape) == 3
+    if not one_d:
+        weight = node.value(1)
+    else:
+        data = _to_2d(node, data)
+        weight_2d = (*weight_shape[:2], 1, kernel[0])
+        if node.is_constant(1):
+            weight = node.const(node.constant(1, "W").reshape(weight_2d), node.inputs[1])
+        else:
+            weight = node.emit(relay.ReshapeOp(node.value(1), weight_2d))
+    out = node.emit(
+        relay.Conv2dOp(
+            data,
+            weight,
+            strides=_pair(strides),
+            padding=_pads_2d(pads),
+            dilation=_pair(dilations),
+            groups=group,
+        )
+    )
+    if node.has(2):
+        out = node.emit(relay.BiasAddOp(out, node.value(2), axis=1))
+    if one_d:
+        n, o, _, length = shape_of(out)
+        out = node.emit(relay.ReshapeOp(out, (n, o, length)))
+    return out
+
+
+def _pool(node: Node) -> SSAValue:
+    node.only_first_output()
+    data = node.value(0)
+    shape = shape_of(data)
+    _check_spatial_rank(node, shape)
+    kernel = node.ints("kernel_shape")
+    if kernel is None:
+        raise node.error("the kernel_shape attribute is required")
+    if len(kernel) != len(shape) - 2:
+        raise node.error(
+            f"kernel_shape {kernel} does not match the input's {len(shape) - 2} "
+            "spatial dimensions"
+        )
+    strides, dilations, pads = _spatial(node, shape, kernel)
+    ceil_mode = bool(node.attr("ceil_mode", 0))
+    if ceil_mode:
+        ceil_mode = _keep_ceil_mode(node, shape[2:], kernel, strides, dilations, pads)
+    one_d = len(shape) == 3
+    if one_d:
+        data = _to_2d(node, data)
+    options = dict(
+        pool_size=_pair(kernel),
+        strides=_pair(strides),
+        padding=_pads_2d(pads),
+        dilation=_pair(dilations),
+        ceil_mode=ceil_mode,
+    )
+    if node.op_type == "MaxPool":
+        # storage_order only changes the Indices output, refused above.
+        out = node.emit(relay.MaxPool2dOp(data, **options))
+    else:
+        out = node.emit(
+            relay.AvgPool2dOp(
+                data, count_include_pad=bool(node.attr("count_include_pad", 0)), **options
+            )
+        )
+    if one_d:
+        n, c, _, length = shape_of(out)
+        out = node.emit(relay.ReshapeOp(out, (n, c, length)))
+    return out
+
+
+def _keep_ceil_mode(
+    node: Node,
+    sizes: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int],
+) -> bool:
+    """relay's `ceil_mode` for an ONNX pool with `ceil_mode=1`.
+
+    onnxruntime (and PyTorch) drop a last window that would start in the end
+    padding; onnx's shape inference keeps it. We follow onnxruntime: where a
+    window is dropped the count is the floor one, so ceil_mode turns off.
+    """
+    n = len(sizes)
+    ceil_ok, floor_ok = True, True
+    for i, (size, k, s, d) in enumerate(zip(sizes, kernel, strides, dilations)):
+        room = size + pads[i] + pads[i + n] - ((k - 1) * d + 1)
+        ceil_out, floor_out = -(-room // s) + 1, room // s + 1
+        wanted = ceil_out - 1 if (ceil_out - 1) * s >= size + pads[i] else ceil_out
+        ceil_ok &= wanted == ceil_out
+        floor_ok &= wanted == floor_out
+    if ceil_ok:
+        return True
+    if not floor_ok:
+        raise node.error(
+            "ceil_mode=1 adds a window along one spatial axis and drops it along "
+            "the other (it would start in the end padding); relay's pools cannot "
+            "express that"
+        )
+    node.check_shapes = False  # onnx's shape inference keeps the dropped window
+    return False
+
+
+def _global_average_pool(node: Node) -> SSAValue:
+    data = node.value(0)
+    shape = shape_of(data)
+    if len(shape) == 4:
+        return node.emit(relay.GlobalAvgPool2dOp(data))
+    if len(shape) < 3:
+        raise node.error(f"the input must have spatial dimensions, got shape {list(shape)}")
+    return node.emit(
+        relay.MeanOp(data, axis=tuple(range(2, len(shape))), keepdims=True)
+    )
+
+
+# Linear algebra
+
+
+def _gemm(node: Node) -> SSAValue:
+    alpha = float(node.attr("alpha", 1.0))
+    beta = float(node.attr("beta", 1.0))
+    trans_a = bool(node.attr("transA", 0))
+    trans_b = bool(node.attr("transB", 0))
+    a = node.value(0)
+    if node.is_constant(1):
+        # dense's weight is [N, K]; transposing and scaling a constant is free.
+        b = node.constant(1, "B")
+        weight = b if trans_b else b.T
+        if alpha != 1.0:
+            weight = weight * np.float32(alpha)
+            alpha = 1.0
+        if trans_a:
+            a = node.emit(relay.TransposeOp(a, (1, 0)))
+        if weight is b:
+            weight_value = node.value(1)  # shared with other users of the initializer
+        else:
+            weight_value = node.const(weight, f"{node.inputs[1]}_T")
+        out = node.emit(relay.DenseOp(a, weight_value))
+    elif trans_b and not trans_a:
+        out = node.emit(relay.DenseOp(a, node.value(1)))
+    else:
+        out = node.emit(
+            relay.MatmulOp(a, node.value(1), transpose_a=trans_a, transpose_b=trans_b)
+        )
+    if alpha != 1.0:
+        out = node.emit(relay.MultiplyOp(out, node.const(alpha)))
+    if not node.has(2) or beta == 0.0:
+        return out
+    n = shape_of(out)[1]
+    if node.is_constant(2):
+        c_array = node.constant(2, "C")
+        if beta == 1.0 and c_array.shape == (n,) and n > 1:
+            return node.emit(relay.BiasAddOp(out, node.value(2), axis=1))
+        bias = c_array.astype(np.float32) * np.float32(beta)
+        if bias.size == n and n > 1 and bias.ndim >= 1 and bias.shape[-1] == n:
+            bias_value = node.const(bias.reshape(n), node.inputs[2])
+            return node.emit(relay.BiasAddOp(out, bias_value, axis=1))
+        return node.emit(relay.AddOp(out, node.const(bias, node.inputs[2])))
+    c = node.value(2)
+    if beta != 1.0:
+        c = node.emit(relay.MultiplyOp(c, node.const(beta)))
+    if shape_of(c) == (n,) and n > 1:
+        return node.emit(relay.BiasAddOp(out, c, axis=1))
+    return node.emit(relay.AddOp(out, c))
+
+
+def _broadcast_to(node: Node, value: SSAValue, shape: Shape) -> SSAValue:
+    """`value` repeated along its size-1 axes to `shape` (same rank), by concatenation."""
+    for axis, (have, want) in enumerate(zip(shape_of(value), shape)):
+        if have != want:
+            value = node.emit(relay.ConcatenateOp([value] * want, axis=axis))
+    return value
+
+
+def _matmul(node: Node) -> SSAValue:
+    a = node.value(0)
+    a_shape = shape_of(a)
+    b_shape = node.shape(1)
+    if not a_shape or not b_shape:
+        raise node.error("MatMul inputs must have rank at least 1")
+    if len(b_shape) == 2:
+        # [..., M, K] x [K, N]: dense with the transposed constant, else matmul.
+        if node.is_constant(1):
+            weight = node.const(node.constant(1, "B").T, f"{node.inputs[1]}_T")
+            return node.emit(relay.DenseOp(a, weight))
+        return node.emit(relay.MatmulOp(a, node.value(1)))
+    if len(b_shape) == 1:
+        # [..., K] x [K] -> [...]: as a matrix of one column, then drop it.
+        (k,) = b_shape
+        if node.is_constant(1):
+            out = node.emit(
+                relay.DenseOp(a, node.const(node.constant(1, "B").reshape(1, k)))
+            )
+        else:
+            column = node.emit(relay.ReshapeOp(node.value(1), (k, 1)))
+            out = node.emit(relay.MatmulOp(a, column))
+        return node.emit(relay.ReshapeOp(out, a_shape[:-1]))
+    # Batched: numpy broadcasting over the leading dimensions, as [B, M, K] x [B, K, N].
+    squeeze_m = len(a_shape) == 1
+    if squeeze_m:
+        a = node.emit(relay.ReshapeOp(a, (1, a_shape[0])))
+        a_shape = (1, a_shape[0])
+    m, k = a_shape[-2:]
+    n = b_shape[-1]
+    batch = relay.broadcast_shapes(a_shape[:-2], b_shape[:-2], "MatMul")
+    x = _batched(node, a, a_shape, batch)
+    if node.is_constant(1):
+        b = node.constant(1, "B")
+        b = np.broadcast_to(b, (*([1] * (len(batch) + 2 - b.ndim)), *b.shape))
+        if math.prod(b.shape[:-2]) != 1:
+            b = np.broadcast_to(b, (*batch, k, n))
+        y = node.const(np.swapaxes(b.reshape(-1, k, n), 1, 2))
+        out = node.emit(relay.BatchMatmulOp(x, y, transpose_b=True))
+    else:
+        y = _batched(node, node.value(1), b_shape, batch)
+        out = node.emit(relay.BatchMatmulOp(x, y, transpose_b=False))
+    final = (*batch, n) if squeeze_m else (*batch, m, n)
+    return node.emit(relay.ReshapeOp(out, final))
+
+
+def _batched(node: Node, value: SSAValue, shape: Shape, batch: Shape) -> SSAValue:
+    """`value [..., R, C]` as `[B, R, C]`: B is 1 or the full broadcast batch."""
+    lead = (1,) * (len(batch) - len(shape[:-2])) + tuple(shape[:-2])
+    if math.prod(lead) != 1 and lead != batch:
+        value = node.emit(relay.ReshapeOp(value, (*lead, *shape[-2:])))
+        value = _broadcast_to(node, value, (*batch, *shape[-2:]))
+        lead = batch
+    target = (math.prod(lead), *shape[-2:])
+    if shape_of(value) == target:
+        return value
+    return node.emit(relay.ReshapeOp(value, target))
+
+
+# Normalisation
+
+
+def _batch_normalization(node: Node) -> SSAValue:
+    if node.attr("training_mode", 0):
+        raise node.error("training_mode=1 is not supported (inference only)")
+    node.only_first_output()
+    data = node.value(0)
+    if len(shape_of(data)) < 2:
+        raise node.error("the input must have a channel dimension (rank >= 2)")
+    params = [node.value(i) for i in range(1, 5)]
+    epsilon = float(node.attr("epsilon", 1e-5))
+    return node.emit(relay.BatchNormOp(data, *params, axis=1, epsilon=epsilon))
+
+
+def _layer_normalization(node: Node) -> SSAValue:
+    node.only_first_output()
+    data = node.value(0)
+    shape = shape_of(data)
+    rank = len(shape)
+    axis = relay.normalize_axis(int(node.attr("axis", -1)), rank, "LayerNormalization")
+    epsilon = float(node.attr("epsilon", 1e-5))
+    normalized = shape[axis:]
+    size = math.prod(normalized)
+    has_bias = node.has(2)
+    if (
+        axis == rank - 1
+        and node.shape(1) == (size,)
+        and (not has_bias or node.shape(2) == (size,))
+    ):
+        # relay.nn.layer_norm needs a beta operand even without a bias.
+        beta = node.value(2) if has_bias else node.const(np.zeros(size, np.float32))
+        return node.emit(
+            relay.LayerNormOp(
+                data, node.value(1), beta, axis=-1, epsilon=epsilon, center=has_bias
+            )
+        )
+    # Over several trailing axes, or with a scale that broadcasts: normalise the
+    # flattened axes; constant parameters are flattened along, others are
+    # applied afterwards with numpy broadcasting.
+    gamma = _flat_parameter(node, 1, normalized)
+    beta = _flat_parameter(node, 2, normalized) if has_bias else None
+    flat = node.emit(relay.ReshapeOp(data, (*shape[:axis], size)))
+    out = node.emit(
+        relay.LayerNormOp(
+            flat,
+            gamma if gamma is not None else node.const(np.ones(size, np.float32)),
+            beta if beta is not None else node.const(np.zeros(size, np.float32)),
+            axis=-1,
+            epsilon=epsilon,
+            scale=gamma is not None,
+            center=beta is not None,
+        )
+    )
+    out = node.emit(relay.ReshapeOp(out, shape))
+    if gamma is None:
+        out = node.emit(relay.MultiplyOp(out, node.value(1)))
+    if has_bias and beta is None:
+        out = node.emit(relay.AddOp(out, node.value(2)))
+    return out
+
+
+def _flat_parameter(node: Node, i: int, normalized: Shape) -> SSAValue | None:
+    """LayerNormalization's scale or bias as a `[size]` constant, or None when it
+    is not a constant."""
+    if not node.is_constant(i):
+        return None
+    array = node.constant(i, "scale" if i == 1 else "bias")
+    try:
+        flat = np.broadcast_to(array, normalized).reshape(-1)
+    except ValueError:
+        raise node.error(
+            f"input {i} has shape {list(array.shape)}, which does not broadcast to "
+            f"the normalised shape {list(normalized)}"
+        ) from None
+    return node.const(flat, node.inputs[i])
+
+
+# Shape manipulation
+
+
+CONVERTERS: dict[str, Converter] = {
+    "Softmax": _softmax,
+    "Conv": _conv,
+    "MaxPool": _pool,
+    "AveragePool": _pool,
+    "GlobalAveragePool": _global_average_pool,
+    "Gemm": _gemm,
+    "MatMul": _matmul,
+    "BatchNormalization": _batch_normalization,
+    "LayerNormalization": _layer_normalization,
+}

@@ -1,0 +1,28 @@
+"""The converter registry: ONNX op type (default domain) -> its converter, one
+table per operator family merged here, so adding an operator touches only its
+family's file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from byoc.frontend.onnx import elementwise, nn, reduce, shape
+from byoc.frontend.onnx.graph import Converter
+
+
+def _merge(*tables: Mapping[str, Converter]) -> dict[str, Converter]:
+    merged: dict[str, Converter] = {}
+    for table in tables:
+        twice = merged.keys() & table.keys()
+        assert not twice, f"ONNX ops converted twice: {sorted(twice)}"
+        merged.update(table)
+    return merged
+
+
+CONVERTERS: dict[str, Converter] = _merge(
+    elementwise.CONVERTERS, nn.CONVERTERS, reduce.CONVERTERS, shape.CONVERTERS
+)
+"""ONNX op type (default domain) -> its converter."""
+
+SUPPORTED_OPS: tuple[str, ...] = tuple(sorted(CONVERTERS))
+"""The ONNX operators `from_onnx` imports."""
