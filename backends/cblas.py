@@ -162,13 +162,22 @@ class OpenBLAS:
         return (*DEFAULT_FLAGS, f"-I{self.include_dir}")
 
     @property
+    def link_flags(self) -> tuple[str, ...]:
+        """Linking against the wheel's library, with no run-time path to it."""
+        return (f"-L{self.lib_dir}", f"-l{self.library}", "-lm")
+
+    @property
     def libraries(self) -> tuple[str, ...]:
-        return (
-            f"-L{self.lib_dir}",
-            f"-l{self.library}",
-            f"-Wl,-rpath,{self.lib_dir}",
-            "-lm",
-        )
+        """Linking for the JIT, which loads the library from the wheel itself."""
+        return (*self.link_flags, f"-Wl,-rpath,{self.lib_dir}")
+
+    @property
+    def shared_object(self) -> Path:
+        """The library itself, which an exported model ships beside itself."""
+        path = self.lib_dir / f"lib{self.library}.so"
+        if not path.exists():
+            raise ByocError(f"error: no lib{self.library}.so in {self.lib_dir}")
+        return path
 
 
 @cache
@@ -1347,7 +1356,8 @@ def codegen(functions: ModuleOp) -> Artifact:
             compile_shared(source, (*library.flags, *omp), (*omp, *library.libraries))
         ],
         c_flags=[f"-I{library.include_dir}", *omp],
-        link_flags=[*omp, *library.libraries],
+        link_flags=[*omp, *library.link_flags],
+        vendor_libraries=[library.shared_object],
     )
 
 

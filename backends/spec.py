@@ -42,7 +42,12 @@ class Artifact:
     c_flags: list[str] = field(default_factory=list)
     """Extra compiler flags for the `.c` sources (ahead-of-time export rebuilds them)."""
     link_flags: list[str] = field(default_factory=list)
-    """Extra linker flags (e.g. a vendor library) for the `.c` sources."""
+    """Extra linker flags (e.g. `-L<dir> -l<vendor>`) for the `.c` sources; no
+    `-rpath` into the build environment: list such libraries in `vendor_libraries`."""
+    vendor_libraries: list[Path] = field(default_factory=list)
+    """Shared objects outside the system's that the `.c` sources link against
+    (e.g. OpenBLAS from a wheel): an exported library ships copies beside
+    itself and finds them through `$ORIGIN`, so it runs on another machine."""
 
 
 def no_check(ops: Sequence[Operation]) -> str | None:

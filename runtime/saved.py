@@ -94,6 +94,10 @@ def save(model: CompiledModule, path: str | PathLike[str]) -> None:
                 "libraries": libraries,
                 "sources": sources,
                 "runtime": runtime,
+                # What `--emit-library` needs to rebuild the C from a cache hit.
+                "c_flags": artifact.c_flags,
+                "link_flags": artifact.link_flags,
+                "vendor_libraries": [str(p) for p in artifact.vendor_libraries],
             }
         )
     members["partitioned.mlir"] = model.partitioned_ir.encode()
@@ -242,6 +246,9 @@ def load(path: str | PathLike[str]) -> CompiledModule:
                 symbols=[str(s) for s in entry["symbols"]],
                 sources={s["name"]: members[s["member"]].decode() for s in entry["sources"]},
                 libraries=libs,
+                c_flags=[str(f) for f in entry.get("c_flags", [])],
+                link_flags=[str(f) for f in entry.get("link_flags", [])],
+                vendor_libraries=[Path(p) for p in entry.get("vendor_libraries", [])],
             )
             if entry.get("runtime"):
                 # The backend's runtime (e.g. a session) is rebuilt from its

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import byoc
 
@@ -145,3 +146,118 @@ def test_library_with_a_vendor_backend(tmp_path):
     b = ((np.arange(16) % 3) * np.float32(0.1)).astype(np.float32)
     want = np.tanh(np.maximum(x @ w.T + b, 0))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def emit_library(model_path, out_dir, *flags, env=None):
+    return subprocess.run(
+        [str(BIN / "byoc-translate"), str(model_path), "--emit-library", "--name", "net",
+         "-o", str(out_dir / "libnet.so"), *flags],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+def test_emit_library_from_a_compile_cache_hit(tmp_path):
+    """A cached model keeps its backends' C and link flags (cblas.h, OpenMP)."""
+    import os
+
+    env = {**os.environ, "BYOC_CACHE_DIR": str(tmp_path / "cache")}
+    model_path = tmp_path / "mlp.mlir"
+    model_path.write_text(MLP)
+    models = tmp_path / "cache" / "models"
+    for attempt in ("miss", "hit"):
+        entries = sorted(models.rglob("*")) if models.exists() else []
+        assert bool(entries) == (attempt == "hit")
+        out = tmp_path / attempt
+        out.mkdir()
+        proc = emit_library(model_path, out, "--annotate=cblas,ccompiler", env=env)
+        assert proc.returncode == 0, (attempt, proc.stderr)
+        assert (out / "libnet.so").exists() and (out / "net.h").exists()
+    assert sorted(models.rglob("*")) == entries  # the second export was a hit
+
+
+def test_a_failed_export_writes_nothing(tmp_path, monkeypatch):
+    from byoc.frontend.diagnostics import ByocError
+    from byoc.runtime.aot import export_library
+
+    model = byoc.compile(MLP, targets=["cblas", "ccompiler"])
+    monkeypatch.setenv("CC", "false")
+    with pytest.raises(ByocError, match="linking"):
+        export_library(model, tmp_path / "libnet.so", "net")
+    assert list(tmp_path.iterdir()) == []
+
+
+CNN_PROGRAM = r"""
+#include <stdio.h>
+#include "net.h"
+
+int main(int argc, char** argv) {
+  static float x[NET_INPUT_0_SIZE], y[NET_OUTPUT_0_SIZE];
+  FILE* f = fopen(argv[1], "rb");
+  if (argc != 2 || !f || fread(x, sizeof(float), NET_INPUT_0_SIZE, f) != NET_INPUT_0_SIZE) return 2;
+  fclose(f);
+  if (net_run(x, y) != 0) return 1;
+  for (int i = 0; i < NET_OUTPUT_0_SIZE; ++i) printf("%.9g\n", y[i]);
+  return 0;
+}
+"""
+
+
+def test_tour_library_runs_from_a_copy_with_no_build_paths(tmp_path):
+    """The README tour's model on cblas: the library and the OpenBLAS it ships
+    run from another directory, and name no path of the build machine."""
+    import shutil
+
+    from byoc.runtime.elf import dynamic_entries
+
+    built = tmp_path / "built"
+    built.mkdir()
+    cnn = Path(__file__).parent.parent / "examples" / "cnn.onnx"
+    proc = emit_library(cnn, built, "--annotate=cblas,ccompiler")
+    assert proc.returncode == 0, proc.stderr
+    shipped = tmp_path / "elsewhere" / "lib"
+    shutil.copytree(built, shipped)
+    shutil.rmtree(built)
+    assert (shipped / "libscipy_openblas.so").exists()
+
+    dynamic = dynamic_entries(shipped / "libnet.so")
+    assert "libscipy_openblas.so" in dynamic["NEEDED"]
+    assert dynamic["RUNPATH"] + dynamic["RPATH"] == ["$ORIGIN"]
+    for value in (v for values in dynamic.values() for v in values):
+        assert "/" not in value.replace("$ORIGIN", ""), value
+    readelf = shutil.which("readelf")
+    if readelf:  # the system's reader agrees with ours
+        text = subprocess.run([readelf, "-d", str(shipped / "libnet.so")], capture_output=True, text=True).stdout
+        assert "[$ORIGIN]" in text and sys.prefix not in text and str(tmp_path) not in text
+
+    (tmp_path / "main.c").write_text(CNN_PROGRAM)
+    program = tmp_path / "elsewhere" / "main"
+    build = subprocess.run(
+        ["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", str(tmp_path / "main.c"), "-I", str(shipped),
+         "-L", str(shipped), "-lnet", "-Wl,-rpath,$ORIGIN/lib", "-o", str(program)],
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stderr
+    x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    x.tofile(tmp_path / "x.bin")
+    run = subprocess.run([str(program), str(tmp_path / "x.bin")], env={}, capture_output=True, text=True, cwd="/")
+    assert run.returncode == 0, run.stderr
+    got = np.array([float(v) for v in run.stdout.split()], np.float32).reshape(1, 10)
+    want = byoc.run_reference(byoc.runtime.build.load_source(str(cnn)), [x])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_run_time_path_into_the_build_machine_is_refused(tmp_path):
+    from byoc.frontend.diagnostics import ByocError
+    from byoc.runtime.aot import export_library
+
+    model = byoc.compile(TANH_CHAIN, targets=["ccompiler"])
+    model.artifacts[0].link_flags.append("-Wl,-rpath,/opt/vendor/lib")
+    try:
+        with pytest.raises(ByocError, match="would depend on /opt/vendor/lib"):
+            export_library(model, tmp_path / "libnet.so", "net")
+    finally:
+        model.artifacts[0].link_flags.pop()
+    assert list(tmp_path.iterdir()) == []
