@@ -38,6 +38,7 @@ TRANSCENDENTAL = frozenset(
         "relay.nn.log_softmax",
         "relay.nn.batch_norm",
         "relay.nn.layer_norm",
+        "relay.nn.lrn",
     }
 )
 """Ops that stay on the host: their C would call libm."""

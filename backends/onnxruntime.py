@@ -104,6 +104,18 @@ def _pool_check(op: Operation) -> str | None:
     return None
 
 
+def _lrn_check(op: Operation) -> str | None:
+    """ONNX Runtime's LRN runs across axis 1 of NCHW data, with an odd size."""
+    attrs = op.attrs()  # type: ignore[attr-defined]
+    rank = len(_shape(op.operands[0]))
+    axis = relay.normalize_axis(attrs["axis"], rank, op.name)
+    if rank != 4 or axis != 1:
+        return f"ONNX Runtime's LRN takes NCHW data across axis 1 (rank {rank}, axis {axis})"
+    if attrs["size"] % 2 == 0:
+        return f"ONNX Runtime's LRN takes only odd sizes (size {attrs['size']})"
+    return None
+
+
 SUPPORTED: dict[str, Check] = {
     **{op.name: _checked() for op in (*relay.BINARY_OPS, *relay.UNARY_OPS)},
     **{
@@ -123,6 +135,7 @@ SUPPORTED: dict[str, Check] = {
     },
     relay.MaxPool2dOp.name: _checked(_pool_check),
     relay.AvgPool2dOp.name: _checked(_pool_check),
+    relay.LrnOp.name: _checked(_lrn_check),
 }
 """Relay op name → check: every relay op, on float32 tensors without empty
 dimensions. Constants are not ops of their own: those up to `INLINE_CONSTANTS`
@@ -338,6 +351,19 @@ def _layer_norm(g: GraphBuilder, op: Operation, args: list[str], out: str) -> No
     _normalized(g, op, centred, var, gamma, beta, axis, out)
 
 
+def _lrn(g: GraphBuilder, op: Operation, args: list[str], out: str) -> None:
+    attrs = op.attrs()  # type: ignore[attr-defined]
+    g.node(
+        "LRN",
+        args,
+        out,
+        size=attrs["size"],
+        alpha=attrs["alpha"],
+        beta=attrs["beta"],
+        bias=attrs["bias"],
+    )
+
+
 def _reshape(g: GraphBuilder, op: Operation, args: list[str], out: str) -> None:
     # Every shape op but transpose and concatenate is a reshape to the result type.
     g.node("Reshape", [args[0], g.ints(_shape(op.results[0]))], out)
@@ -399,6 +425,7 @@ EMITTERS: dict[str, Emitter] = {
     relay.LogSoftmaxOp.name: _softmax("LogSoftmax"),
     relay.BatchNormOp.name: _batch_norm,
     relay.LayerNormOp.name: _layer_norm,
+    relay.LrnOp.name: _lrn,
     relay.ReshapeOp.name: _reshape,
     relay.BatchFlattenOp.name: _reshape,
     relay.SqueezeOp.name: _reshape,

@@ -964,6 +964,45 @@ def lower_layer_norm(
     release(b, std)
 
 
+def lower_lrn(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.lrn`: per index along `axis`, the sum of squares over its
+    window (a loop clamped to the axis, so no padding), then the scaling. The
+    innermost loops walk the dims after the axis, contiguous in memory."""
+    assert isinstance(op, relay.LrnOp)
+    (data,), (out,) = operands, results
+    attrs = op.attrs()
+    _, outer, channels, inner = _along_axis(op, data)
+    size = attrs["size"]
+    typ = element_type_of(out)
+    o_b, o = nest(b, outer)
+    c_b, (c,) = nest(o_b, (channels,), ["c"])
+    zero_b, s = nest(c_b, inner, "j")
+    store(zero_b, b.constant(0.0, typ), out, [*o, c, *s])
+    first = index_max(c_b, 0, index_add(c_b, c, -((size - 1) // 2)))
+    end = index_min(c_b, channels, index_add(c_b, c, size // 2 + 1))
+    k_b, k = for_range(c_b, first, end, "k")
+    sum_b, s = nest(k_b, inner, "j")
+    x = load(sum_b, data, [*o, k, *s])
+    accumulate(sum_b, arith.AddfOp, out, [*o, c, *s], binary(sum_b, arith.MulfOp, x, x))
+
+    scale_b, s = nest(c_b, inner, "j")
+    at = [*o, c, *s]
+    scaled = binary(
+        scale_b,
+        arith.MulfOp,
+        load(scale_b, out, at),
+        b.constant(attrs["alpha"] / size, typ),
+    )
+    base = binary(scale_b, arith.AddfOp, scaled, b.constant(attrs["bias"], typ))
+    power = binary(scale_b, math.PowFOp, base, b.constant(attrs["beta"], typ))
+    store(scale_b, binary(scale_b, arith.DivfOp, load(scale_b, data, at), power), out, at)
+
+
 NN_LOWERINGS: dict[type[Operation], OpLowering] = {
     relay.BiasAddOp: lower_bias_add,
     relay.DenseOp: lower_dense,
@@ -977,6 +1016,7 @@ NN_LOWERINGS: dict[type[Operation], OpLowering] = {
     relay.LogSoftmaxOp: lower_softmax,
     relay.BatchNormOp: lower_batch_norm,
     relay.LayerNormOp: lower_layer_norm,
+    relay.LrnOp: lower_lrn,
     relay.SumOp: lower_reduce,
     relay.MeanOp: lower_reduce,
     relay.MaxOp: lower_reduce,

@@ -271,6 +271,20 @@ def _layer_norm(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     return _normalize(op, data, mean, var, gamma, beta, axis)
 
 
+def _lrn(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    attrs = _attrs(op)
+    axis = relay.normalize_axis(attrs["axis"], data.ndim, op.name)
+    size = attrs["size"]
+    squares = np.moveaxis(_wide(data) ** 2, axis, 0)
+    before, after = (size - 1) // 2, size // 2
+    padded = np.pad(squares, [(before, after)] + [(0, 0)] * (data.ndim - 1))
+    channels = squares.shape[0]
+    total = sum(padded[k : k + channels] for k in range(size))
+    scale = (attrs["bias"] + attrs["alpha"] / size * np.moveaxis(total, 0, axis)) ** attrs["beta"]
+    return _as(_wide(data) / scale, data)
+
+
 # --- Shape manipulation ---
 
 
@@ -363,6 +377,7 @@ REFERENCE: dict[str, Kernel] = {
     relay.LogSoftmaxOp.name: _log_softmax,
     relay.BatchNormOp.name: _batch_norm,
     relay.LayerNormOp.name: _layer_norm,
+    relay.LrnOp.name: _lrn,
     relay.ReshapeOp.name: _reshape,
     relay.TransposeOp.name: _transpose,
     relay.ConcatenateOp.name: _concatenate,

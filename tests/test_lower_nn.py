@@ -285,6 +285,29 @@ def test_channel_ops(exit):
     check(cases, [exit])
 
 
+@pytest.mark.parametrize("exit", EXITS)
+def test_lrn(exit):
+    cases = []
+    for shape, size, axis in [
+        ((1, 7, 3, 4), 5, 1),
+        ((2, 6, 5), 4, 1),
+        ((2, 3, 4), 3, -1),
+        ((1, 2, 2, 2), 9, 1),  # a window wider than the axis
+        ((3, 1, 4), 1, 1),
+        ((5,), 3, 0),
+    ]:
+        cases.append(
+            Case(
+                f"lrn {shape} size {size} axis {axis}",
+                lambda d, s=size, a=axis: relay.LrnOp(
+                    d, s, a, bias=1.5, alpha=0.3, beta=0.7
+                ),
+                [normal(*shape, seed=size, scale=2.0)],
+            )
+        )
+    check(cases, [exit])
+
+
 # --- Matmul family -------------------------------------------------------------------
 
 

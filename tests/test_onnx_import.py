@@ -142,6 +142,25 @@ case(
 )
 case("min-one", [N("Min", ["x"], ["y"])], X234)
 case(
+    "sum-three-broadcast",
+    [N("Sum", ["x", "a", "b"], ["y"])],
+    {"x": random((2, 3)), "a": random((2, 3), 1), "b": random((3,), 2)},
+)
+case("sum-one", [N("Sum", ["x"], ["y"])], X234)
+case(
+    "mean-three-broadcast",
+    [N("Mean", ["x", "a", "b"], ["y"])],
+    {"x": random((2, 1, 3)), "a": random((4, 3), 1), "b": random((3,), 2)},
+)
+case("mean-one", [N("Mean", ["x"], ["y"])], X234)
+case(
+    "lrn",
+    [N("LRN", ["x"], ["y"], size=3, alpha=0.3, beta=0.7, bias=1.5)],
+    {"x": random((2, 6, 3, 4))},
+)
+case("lrn-defaults", [N("LRN", ["x"], ["y"], size=5)], {"x": random((1, 7, 4, 3))})
+
+case(
     "pow",
     [N("Pow", ["x", "e"], ["y"])],
     {"x": random((2, 3), positive=True), "e": random((2, 3), seed=1)},

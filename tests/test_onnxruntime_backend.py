@@ -280,6 +280,24 @@ def test_layer_norm(shape, axis, center, scale):
     offloaded(check(module), "relay.nn.layer_norm")
 
 
+def test_lrn():
+    module = build(
+        [(2, 7, 3, 4)], lambda e, x: e(relay.LrnOp(x, 5, 1, bias=1.5, alpha=0.3, beta=0.7))
+    )
+    offloaded(check(module), "relay.nn.lrn")
+
+
+@pytest.mark.parametrize(
+    "shape, size, axis, reason",
+    [((2, 7, 3), 3, 1, "rank 3"), ((1, 6, 2, 2), 4, 1, "odd sizes"), ((1, 6, 2, 2), 3, 2, "axis 2")],
+)
+def test_lrn_onnxruntime_cannot_run_stays_on_the_host(shape, size, axis, reason):
+    module = build([shape], lambda e, x: e(relay.LrnOp(x, size, axis)))
+    op = next(o for o in module.walk() if isinstance(o, relay.LrnOp))
+    assert reason in ort_backend.SUPPORTED["relay.nn.lrn"](op)
+    assert "relay.nn.lrn" in host_ir(check(module))
+
+
 SHAPE_OPS = {
     # name: (data shape, op builder)
     "reshape": ((2, 3, 4), lambda x: relay.ReshapeOp(x, (0, -1))),

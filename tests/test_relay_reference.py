@@ -557,6 +557,33 @@ def test_layer_norm(axis):
     np.testing.assert_allclose(plain.mean(axis=axis), 0.0, atol=1e-6)
 
 
+@pytest.mark.parametrize("size", [1, 2, 3, 4, 5, 8])
+@pytest.mark.parametrize("axis", [1, -1])
+def test_lrn_against_loops(size, axis):
+    data = rand((2, 5, 3), 30, -3, 3)
+    out = run_op(
+        lambda d: relay.LrnOp(d, size, axis, bias=1.5, alpha=0.3, beta=0.7), data
+    )
+    moved = np.moveaxis(data.astype(np.float64), axis, 1)
+    expected = np.empty_like(moved)
+    channels = moved.shape[1]
+    for n, c, s in itertools.product(*map(range, moved.shape)):
+        # ONNX's window: floor((size-1)/2) before, ceil((size-1)/2) after.
+        lo = max(0, c - math.floor((size - 1) / 2))
+        hi = min(channels - 1, c + math.ceil((size - 1) / 2))
+        total = sum(moved[n, j, s] ** 2 for j in range(lo, hi + 1))
+        expected[n, c, s] = moved[n, c, s] / (1.5 + 0.3 / size * total) ** 0.7
+    np.testing.assert_allclose(out, np.moveaxis(expected, 1, axis), rtol=1e-6)
+
+
+def test_lrn_rejects_a_bad_size():
+    x = Block(arg_types=[TensorType(f32, [1, 3, 2, 2])]).args[0]
+    with pytest.raises(VerifyException, match="'relay.nn.lrn': size must be positive, got 0"):
+        relay.LrnOp(x, 0)
+    with pytest.raises(VerifyException, match="axis 4 is out of range for rank 4"):
+        relay.LrnOp(x, 3, axis=4)
+
+
 @pytest.mark.parametrize("center,scale", list(itertools.product([True, False], repeat=2)))
 @pytest.mark.parametrize("axis", [1, -1])
 def test_batch_norm_formula(center, scale, axis):

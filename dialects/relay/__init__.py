@@ -47,6 +47,7 @@ from byoc.dialects.relay.nn import (
     GlobalAvgPool2dOp,
     LayerNormOp,
     LogSoftmaxOp,
+    LrnOp,
     MatmulOp,
     MaxPool2dOp,
     Pool2dOp,
@@ -152,6 +153,7 @@ NORMALIZATION_OPS: tuple[type[InferredOp], ...] = (
     LogSoftmaxOp,
     BatchNormOp,
     LayerNormOp,
+    LrnOp,
 )
 SHAPE_OPS: tuple[type[InferredOp], ...] = (
     ReshapeOp,
@@ -205,6 +207,7 @@ __all__ = [
     "LayerNormOp",
     "LogOp",
     "LogSoftmaxOp",
+    "LrnOp",
     "MATMUL_OPS",
     "MatmulOp",
     "MaxOp",

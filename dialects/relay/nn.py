@@ -804,3 +804,53 @@ class LayerNormOp(InferredOp):
         return types[0]
 
 
+
+
+@irdl_op_definition
+class LrnOp(InferredOp):
+    """Local response normalisation across `axis` (default 1, the channels):
+    `out[c] = data[c] / (bias + alpha / size * sum_j data[j]^2) ** beta`, the sum
+    over the window `j` from `c - (size - 1) // 2` to `c + size // 2` clipped to
+    the axis (ONNX's window: centred for odd `size`, as TVM's)."""
+
+    name = "relay.nn.lrn"
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    size = prop_def(IntegerAttr[I64], default_value=i64_attr(5))
+    axis = prop_def(IntegerAttr[I64], default_value=i64_attr(1))
+    bias = prop_def(FloatAttr, default_value=float_attr(2.0))
+    alpha = prop_def(FloatAttr, default_value=float_attr(1e-5))
+    beta = prop_def(FloatAttr, default_value=float_attr(0.75))
+
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        data: SSAValue,
+        size: int = 5,
+        axis: int = 1,
+        bias: float = 2.0,
+        alpha: float = 1e-5,
+        beta: float = 0.75,
+        result_type: Attribute | None = None,
+    ):
+        self._build(
+            [data],
+            {
+                "size": i64_attr(size),
+                "axis": i64_attr(axis),
+                "bias": float_attr(bias),
+                "alpha": float_attr(alpha),
+                "beta": float_attr(beta),
+            },
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        (data,) = _tensors(cls.name, [("data", operand_types[0])])
+        normalize_axis(attrs["axis"], len(data.get_shape()), cls.name)
+        if attrs["size"] < 1:
+            raise _error(cls.name, f"size must be positive, got {attrs['size']}")
+        return data

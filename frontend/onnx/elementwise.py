@@ -45,6 +45,14 @@ def _variadic(op_type: type[relay.ElementwiseBinaryOp]) -> Converter:
     return convert
 
 
+def _mean(node: Node) -> SSAValue:
+    total = _variadic(relay.AddOp)(node)
+    count = sum(1 for i in range(len(node.inputs)) if node.has(i))
+    if count == 1:
+        return total
+    return node.emit(relay.DivideOp(total, node.const(float(count))))
+
+
 def _pow(node: Node) -> SSAValue:
     if node.is_constant(1):
         # The exponent may be an integer tensor (Pow's T1 and T2 differ).
@@ -76,6 +84,8 @@ CONVERTERS: dict[str, Converter] = {
     "Pow": _pow,
     "Max": _variadic(relay.MaximumOp),
     "Min": _variadic(relay.MinimumOp),
+    "Sum": _variadic(relay.AddOp),
+    "Mean": _mean,
     "Sqrt": _unary(relay.SqrtOp),
     "Erf": _unary(relay.ErfOp),
     "Relu": _unary(relay.ReluOp),

@@ -439,6 +439,25 @@ def _flat_parameter(node: Node, i: int, normalized: Shape) -> SSAValue | None:
     return node.const(flat, node.inputs[i])
 
 
+def _lrn(node: Node) -> SSAValue:
+    size = node.attr("size")
+    if size is None:
+        raise node.error("the size attribute is required")
+    data = node.value(0)
+    if len(shape_of(data)) < 2:
+        raise node.error(f"the input must have channels (rank >= 2), got {list(shape_of(data))}")
+    return node.emit(
+        relay.LrnOp(
+            data,
+            size=int(size),
+            axis=1,
+            bias=float(node.attr("bias", 1.0)),
+            alpha=float(node.attr("alpha", 1e-4)),
+            beta=float(node.attr("beta", 0.75)),
+        )
+    )
+
+
 # Shape manipulation
 
 
@@ -452,4 +471,5 @@ CONVERTERS: dict[str, Converter] = {
     "MatMul": _matmul,
     "BatchNormalization": _batch_normalization,
     "LayerNormalization": _layer_normalization,
+    "LRN": _lrn,
 }

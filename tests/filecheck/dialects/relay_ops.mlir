@@ -213,3 +213,14 @@ func.func @generic(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x1x1xf32>) -> tensor<1
   %1 = "relay.constant"() <{value = dense<2.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
   func.return %0 : tensor<1x1x2x2xf32>
 }
+
+// CHECK-LABEL: func.func @lrn(
+// CHECK-NEXT:    %0 = relay.nn.lrn %x : (tensor<1x6x2x3xf32>) -> tensor<1x6x2x3xf32>
+// CHECK-NEXT:    %1 = relay.nn.lrn %0 {size = 4 : i64, axis = 3 : i64, bias = 1.000000e+00 : f32, alpha = 1.000000e-04 : f32, beta = 5.000000e-01 : f32} : (tensor<1x6x2x3xf32>) -> tensor<1x6x2x3xf32>
+// GENERIC-LABEL: sym_name = "lrn"
+// GENERIC:       "relay.nn.lrn"(%x) <{size = 5 : i64, axis = 1 : i64, bias = 2.000000e+00 : f32, alpha = 1.000000e-05 : f32, beta = 7.500000e-01 : f32}>
+func.func @lrn(%x: tensor<1x6x2x3xf32>) -> tensor<1x6x2x3xf32> {
+  %0 = relay.nn.lrn %x : (tensor<1x6x2x3xf32>) -> tensor<1x6x2x3xf32>
+  %1 = relay.nn.lrn %0 {size = 4 : i64, axis = 3 : i64, bias = 1.0 : f32, alpha = 1.0e-4 : f32, beta = 0.5 : f32} : (tensor<1x6x2x3xf32>) -> tensor<1x6x2x3xf32>
+  func.return %1 : tensor<1x6x2x3xf32>
+}

@@ -285,3 +285,39 @@ func.func @dense_many_rows(%x: tensor<64x21xf32>, %w: tensor<13x21xf32>) -> tens
 // CHECK-NEXT:           %[[P:.*]] = arith.mulf %[[A]], %[[B]] : f32
 // CHECK:          memref.dealloc %transposed : memref<21x13xf32>
 // CHECK-NEXT:     func.return
+
+// lrn: per channel, the squares of its window summed into the output (the
+// channel loop clamped to the axis: no padding), then the scaling; the inner
+// loops walk the contiguous spatial dims. An even size reaches one further
+// after the channel than before it (ONNX's window).
+func.func @lrn(%x: tensor<1x6x2x3xf32>) -> tensor<1x6x2x3xf32> {
+  %0 = relay.nn.lrn %x {size = 4 : i64, bias = 1.0 : f32, alpha = 1.0e-4 : f32} : (tensor<1x6x2x3xf32>) -> tensor<1x6x2x3xf32>
+  func.return %0 : tensor<1x6x2x3xf32>
+}
+
+// CHECK-LABEL:  func.func @lrn(%x: memref<1x6x2x3xf32>, %out0: memref<1x6x2x3xf32>) -> i32 {
+// CHECK-DAG:      %[[ALPHA:.*]] = arith.constant 2.500000e-05 : f32
+// CHECK-DAG:      %[[BETA:.*]] = arith.constant 7.500000e-01 : f32
+// CHECK:          scf.for %c = %c0 to %c6 step %c1 {
+// CHECK:              memref.store %cst, %out0[%c0, %c, %{{.*}}, %{{.*}}]
+// CHECK:            %[[BEFORE:.*]] = arith.addi %c, %cm1 : index
+// CHECK-NEXT:       %[[LOW:.*]] = arith.cmpi sgt, %c0, %[[BEFORE]] : index
+// CHECK-NEXT:       %[[FIRST:.*]] = arith.select %[[LOW]], %c0, %[[BEFORE]] : index
+// CHECK-NEXT:       %[[AFTER:.*]] = arith.addi %c, %c3 : index
+// CHECK-NEXT:       %[[HIGH:.*]] = arith.cmpi slt, %c6, %[[AFTER]] : index
+// CHECK-NEXT:       %[[END:.*]] = arith.select %[[HIGH]], %c6, %[[AFTER]] : index
+// CHECK-NEXT:       scf.for %k = %[[FIRST]] to %[[END]] step %c1 {
+// CHECK-NEXT:         scf.for %[[J0:.*]] = %c0 to %c2 step %c1 {
+// CHECK-NEXT:           scf.for %[[J1:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:             %[[X:.*]] = memref.load %x[%c0, %k, %[[J0]], %[[J1]]]
+// CHECK-NEXT:             %[[SQ:.*]] = arith.mulf %[[X]], %[[X]] : f32
+// CHECK-NEXT:             %[[S:.*]] = memref.load %out0[%c0, %c, %[[J0]], %[[J1]]]
+// CHECK-NEXT:             %[[T:.*]] = arith.addf %[[S]], %[[SQ]] : f32
+// CHECK-NEXT:             memref.store %[[T]], %out0[%c0, %c, %[[J0]], %[[J1]]]
+// CHECK:              %[[S:.*]] = memref.load %out0[%c0, %c, %[[J0:.*]], %[[J1:.*]]]
+// CHECK-NEXT:         %[[A:.*]] = arith.mulf %[[S]], %[[ALPHA]] : f32
+// CHECK-NEXT:         %[[B:.*]] = arith.addf %[[A]], %cst_{{.*}} : f32
+// CHECK-NEXT:         %[[P:.*]] = math.powf %[[B]], %[[BETA]] : f32
+// CHECK-NEXT:         %[[X:.*]] = memref.load %x[%c0, %c, %[[J0]], %[[J1]]]
+// CHECK-NEXT:         %[[Y:.*]] = arith.divf %[[X]], %[[P]] : f32
+// CHECK-NEXT:         memref.store %[[Y]], %out0[%c0, %c, %[[J0]], %[[J1]]]
