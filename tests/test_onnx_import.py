@@ -903,14 +903,14 @@ def test_non_float32_input_is_an_error() -> None:
 
 def test_non_float32_constant_used_as_data_is_an_error() -> None:
     model = make_model(
-        [N("Relu", ["k"], ["y"], name="relu_int")],
+        [N("MatMul", ["k", "k"], ["y"], name="matmul_int")],  # MatMul does not fold
         {},
         ["y"],
-        {"k": np.array([1, -2], np.int64)},
+        {"k": np.array([[1, -2], [3, 4]], np.int64)},
     )
     model.graph.output[0].type.tensor_type.elem_type = TensorProto.INT64
     with pytest.raises(
-        ByocError, match=r"node 'relu_int' \(Relu\): tensor 'k' is int64; byoc imports only float32"
+        ByocError, match=r"node 'matmul_int' \(MatMul\): tensor 'k' is int64; byoc imports only float32"
     ):
         from_onnx(model)
 

@@ -2,19 +2,21 @@
 through the Python API (never through text), with `@main` taking the graph
 inputs and returning the graph outputs.
 
-Shapes must be static (`input_shapes` can pin dynamic dimensions); only float32
-tensors are imported; initializers and `Constant` nodes become `relay.constant`
-when they are used as data and stay numpy arrays when they are read at import
-time (Reshape's shape, Unsqueeze's axes, ...). Every op made for ONNX node `i`
+Shapes must be static (`input_shapes` can pin dynamic dimensions). Nodes whose
+inputs are all known at import (initializers, `Constant`s, shapes, and what is
+computed from them: `Shape -> Gather -> Concat`, `ConstantOfShape`, ...) are
+evaluated with numpy (`fold`) in any dtype and never reach the IR; known values
+become `relay.constant` only where a runtime op reads them as data, and stay
+numpy arrays where they are read at import (Reshape's shape, Unsqueeze's axes). Every op made for ONNX node `i`
 (0-based) gets the location `<model>:<i+1>:1`, so later diagnostics point at the
 node, and each result is named after the ONNX tensor it computes.
 
 `import onnx` happens on the first call, so byoc itself works without onnx.
 
 The package: `loader` reads and checks models, `graph` walks the graph and
-hands each node to its converter, one module per operator family
-(`elementwise`, `nn`, `reduce`, `shape`) converts, and `registry` maps op
-types to converters.
+folds what is known at import (`fold`) and hands every other node to its
+converter, one module per operator family (`elementwise`, `nn`, `reduce`,
+`shape`) converts, and `registry` maps op types to converters.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 from xdsl.dialects.builtin import ModuleOp
 
 from byoc.frontend.diagnostics import ByocError
+from byoc.frontend.onnx.fold import fold, folding_nodes
 from byoc.frontend.onnx.graph import GraphImporter
 from byoc.frontend.onnx.loader import (
     _check_model,
@@ -43,11 +46,13 @@ Shape = tuple[int, ...]
 
 
 def unsupported_nodes(model: onnx.ModelProto) -> list[str]:
-    """`'name' (OpType)` of every node `from_onnx` cannot import, in graph order."""
+    """`'name' (OpType)` of every node `from_onnx` cannot import, in graph order:
+    nodes with no converter that are not evaluated at import either."""
     found = []
+    folding = folding_nodes(model)
     for index, node in enumerate(model.graph.node):
         in_default_domain = node.domain in ("", "ai.onnx")
-        if in_default_domain and node.op_type in CONVERTERS:
+        if in_default_domain and (node.op_type in CONVERTERS or index in folding):
             continue
         name = f"'{node.name}'" if node.name else f"#{index}"
         op = node.op_type if in_default_domain else f"{node.domain}.{node.op_type}"
@@ -77,7 +82,7 @@ def from_onnx(
     if input_shapes:
         model = _pin_input_shapes(model, input_shapes, name)
     model = _infer_shapes(model, name)
-    module = GraphImporter(model, name, CONVERTERS).run()
+    module = GraphImporter(model, name, CONVERTERS, fold).run()
     from byoc.frontend.parse import verify_module
 
     verify_module(module, name)

@@ -113,8 +113,9 @@ class Node:
         return shape_of(self.value(i))
 
     def only_first_output(self) -> None:
-        """Reject nodes whose optional extra outputs are used."""
-        extra = [o for o in self.outputs[1:] if o]
+        """Reject nodes whose optional extra outputs are used (named but unused
+        ones, such as Dropout's mask in many exported models, are fine)."""
+        extra = [o for o in self.outputs[1:] if o and o in self.graph.used]
         if extra:
             raise self.error(
                 f"only the first output is supported; the node also produces "
@@ -143,6 +144,8 @@ def shape_of(value: SSAValue) -> Shape:
 
 
 Converter = Callable[[Node], Sequence[SSAValue] | SSAValue | None]
+Folder = Callable[[Node], Sequence[np.ndarray] | None]
+"""`node -> its outputs` when they can be computed at import, else None."""
 
 
 class GraphImporter:
@@ -153,8 +156,10 @@ class GraphImporter:
         model: onnx.ModelProto,
         filename: str,
         converters: Mapping[str, Converter],
+        fold: Folder | None = None,
     ):
         self.converters = converters
+        self.fold = fold
         self.model = model
         self.filename = filename
         self.opset = default_opset(model)
@@ -165,6 +170,7 @@ class GraphImporter:
         self.location: FileLineColLoc | None = None
         self.file_attr = StringAttr(filename)
         self.inferred: dict[str, list[int | str | None] | None] = {}
+        self.used: set[str] = set()  # tensors some node or the graph output reads
 
     # Values
 
@@ -207,6 +213,8 @@ class GraphImporter:
             self.inferred[value_info.name] = _dims(value_info.type)
         for tensor in graph.initializer:
             self.constants[tensor.name] = _to_numpy(tensor, self.filename)
+        self.used = {name for proto in graph.node for name in proto.input}
+        self.used.update(value_info.name for value_info in graph.output)
 
         arg_types = []
         inputs = [i for i in graph.input if i.name not in self.constants]
@@ -264,7 +272,24 @@ class GraphImporter:
         return TensorType(f32, dims)
 
     def _convert(self, node: Node) -> None:
-        converter = self.converters[node.op_type]
+        if self.fold is not None:
+            folded = self.fold(node)
+            if folded is not None:
+                for output, array in zip(node.outputs, folded):
+                    if output:
+                        self.constants[output] = array
+                        self._check_inferred(node, output, array.shape)
+                return
+        converter = self.converters.get(node.op_type)
+        if converter is None:
+            computed = [n for n in node.inputs if n and n not in self.constants]
+            raise node.error(
+                "supported only on values known at import (from initializers, "
+                "constants and shapes), but "
+                + ", ".join(repr(n) for n in computed)
+                + (" is" if len(computed) == 1 else " are")
+                + " computed at run time"
+            )
         try:
             produced = converter(node)
         except VerifyException as err:
