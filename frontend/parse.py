@@ -82,17 +82,38 @@ def describe(op: Operation) -> str:
 
 
 def verify_module(module: ModuleOp, name: str = "<input>") -> None:
-    """Verify every op; the first failure becomes a ByocError naming its place."""
-    for op in module.walk():
-        try:
+    """Verify every op, then the module as a whole (dialects/verify.py: sizes,
+    dominance, calls, `@main`); the first failure becomes a ByocError naming
+    its place."""
+    from byoc.dialects.verify import SizeChecker, max_buffer_bytes, verify_structure
+
+    op: Operation | None = None
+    try:
+        limit = max_buffer_bytes()
+        sizes = SizeChecker(limit)
+        for op in module.walk():
+            # Sizes first: op verifiers may do arithmetic on any shape.
+            sizes.check_op(op)
             op.verify(verify_nested_ops=False)
-        except (VerifyException, DiagnosticException) as err:
-            cause = err.__cause__ if err.__cause__ is not None else err
-            message = str(cause).strip()
-            if not message.startswith("'"):
-                message = f"'{op.name}': {message}"
-            where = location_of(op) or name
-            raise ByocError(f"{where}: error: {message}") from None
+        op = None
+        verify_structure(module, limit, sizes=False)
+    except (VerifyException, DiagnosticException) as err:
+        raise _verify_error(err, op, name) from None
+
+
+def _verify_error(err: Exception, op: Operation | None, name: str) -> ByocError:
+    from byoc.dialects.verify import OpVerifyException
+
+    if isinstance(err, ByocError):
+        return err
+    if isinstance(err, OpVerifyException):
+        op = err.op
+    cause = err.__cause__ if err.__cause__ is not None else err
+    message = str(cause).strip()
+    if op is not None and not message.startswith("'"):
+        message = f"'{op.name}': {message}"
+    where = (location_of(op) if op is not None else None) or name
+    return ByocError(f"{where}: error: {message}")
 
 
 def parse_text(text: str, name: str = "<input>", ctx: Context | None = None) -> ModuleOp:

@@ -5,8 +5,9 @@ For each backend in priority order, its composite patterns are matched first
 unmarked. A taken op gets the discardable attribute
 `extern.target = "<backend>"` (and `extern.composite = "<backend>.<pattern>"`
 when a pattern took it); ops no backend takes stay unmarked and run on the
-host. An op that already carries `extern.target` (annotated by hand) is left
-as it is.
+host. An op that already carries `extern.target` (annotated by hand) for one
+of the backends is left as it is; a mark naming any other backend is dropped
+and the op annotated anew.
 """
 
 from __future__ import annotations
@@ -102,11 +103,25 @@ def match_chain(
     return chain
 
 
+def forget_other_targets(ops: Sequence[Operation], targets: set[str]) -> None:
+    """Drop marks (made by hand or by an earlier run) naming a backend that is
+    not among `targets`: its codegen would never run, so such ops are
+    annotated again like unmarked ones."""
+    for op in ops:
+        target = op.attributes.get(TARGET_ATTR)
+        if target is not None and (
+            not isinstance(target, StringAttr) or target.data not in targets
+        ):
+            del op.attributes[TARGET_ATTR]
+            op.attributes.pop(COMPOSITE_ATTR, None)
+
+
 def annotate_block(
     block: Block, backends: Sequence[Backend], declined: dict[Operation, list[str]]
 ) -> None:
     """Mark the ops of `block`; record in `declined` why the others stay on the host."""
     ops = [op for op in block.ops if is_graph_op(op)]
+    forget_other_targets(ops, {b.name for b in backends})
     position = {op: i for i, op in enumerate(block.ops)}
     reasons: dict[Operation, list[str]] = {}
     for backend in backends:

@@ -19,7 +19,7 @@ from xdsl.ir import Attribute
 from byoc.backends import Artifact, Backend, parse_targets
 from byoc.dialects.extern import COMPILER_ATTR, CallOp
 from byoc.frontend.diagnostics import ByocError
-from byoc.frontend.parse import parse_file, parse_text, verify_module
+from byoc.frontend.parse import location_of, parse_file, parse_text, verify_module
 from byoc.passes.annotate import annotate, is_graph_op
 from byoc.passes.dead_code import remove_dead_ops
 from byoc.passes.partition import partition
@@ -156,10 +156,30 @@ def run_codegen(backend: Backend, functions: ModuleOp) -> Artifact:
 
 def partition_for(module: ModuleOp, backends: Sequence[Backend]) -> None:
     """Annotate, merge and outline `module` in place for `backends`."""
+    check_outlined_for(module, backends)
     remove_dead_ops(module)
+    annotate(module, backends)  # also drops marks for backends not asked for
     if backends:
-        annotate(module, backends)
         partition(module)
+
+
+def check_outlined_for(module: ModuleOp, backends: Sequence[Backend]) -> None:
+    """Functions already outlined (the input was partitioned) must be for one
+    of `backends`: no other codegen runs, so their code would be missing."""
+    names = {b.name for b in backends}
+    for op in module.ops:
+        compiler = op.attributes.get(COMPILER_ATTR)
+        if compiler is None:
+            continue
+        backend = compiler.data if isinstance(compiler, StringAttr) else str(compiler)
+        if backend not in names:
+            name = op.sym_name.data if isinstance(op, func.FuncOp) else op.name
+            raise ByocError(
+                f"{location_of(op) or '<input>'}: error: @{name} is outlined for backend "
+                f"'{backend}', which is not among the targets "
+                f"({', '.join(sorted(names)) or 'none: host only'}); add it to "
+                "the targets or compile the unpartitioned model"
+            )
 
 
 def source_content(source: Source) -> bytes | None:
