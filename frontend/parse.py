@@ -5,27 +5,123 @@ records where each op starts and, once the module is parsed, gives every op a
 `FileLineColLoc` (in one sweep over the text, so it stays linear). Locations
 survive cloning and the graph passes, so any later diagnostic (a verifier, a
 strict partition, a report) can name the place.
+
+It also closes what xDSL's parser leaves open on hostile text: its string
+regex backtracks exponentially on an unterminated string (a hang), its
+recursive descent overflows Python's stack on deep nesting, and literals out
+of range for their type end in Python's own errors. Each is a located
+`ParseError` here.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    FileLineColLoc,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+)
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 from byoc.dialects import make_context
 from byoc.frontend.diagnostics import ByocError, format_parse_error
+
+MAX_NESTING = 64
+"""Deepest nesting of brackets (regions, attributes, types) a text may have.
+
+Real models nest about 20 deep (module, function, loop nests, types); xDSL's
+recursive descent needs several Python frames a level and overflows past 90."""
+
+FLOAT_MAX = {
+    Float16Type(): 65504.0,
+    BFloat16Type(): 3.3895313892515355e38,
+    Float32Type(): 3.4028234663852886e38,
+    Float64Type(): 1.7976931348623157e308,
+}
+"""Largest finite value of each float type a decimal literal may round to."""
+
+# Python errors xDSL lets escape on malformed values (an integer too long to
+# convert, a float too large to pack, an element type with no storage...).
+_VALUE_ERRORS = (
+    ValueError,
+    OverflowError,
+    NotImplementedError,
+    AssertionError,
+    TypeError,
+    IndexError,
+    KeyError,
+    ZeroDivisionError,
+    UnicodeError,
+)
+
+
+class _Lexer(MLIRLexer):
+    """MLIR's lexer with a string regex that cannot backtrack.
+
+    xDSL's string regex repeats a repeated character class (`(?:[^"]+|...)*`):
+    without a closing quote on the line it tries every split of the rest of
+    the line, exponential in its length. Possessive quantifiers match the same
+    strings in linear time.
+    """
+
+    _unescaped_characters_regex = re.compile(
+        r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"'
+    )
+
+
+_BRACKETS = re.compile(r'"(?:[^"\\\n]++|\\.)*+"?|//[^\n]*+|->|[\[\](){}<>]')
+_OPENING = frozenset("[({<")
+
+
+def nesting_error(text: str, limit: int = MAX_NESTING) -> int | None:
+    """The offset of the first bracket nested deeper than `limit`, or None.
+
+    One regex pass: strings and comments are skipped whole, `->` is an arrow.
+    """
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        token = match.group()
+        if token in _OPENING:
+            depth += 1
+            if depth > limit:
+                return match.start()
+        elif len(token) == 1:
+            depth = max(0, depth - 1)
+    return None
+
+
+def _describe(err: Exception) -> str:
+    """Python's error about a malformed value, in words for a user."""
+    message = str(err).strip()
+    if "integer string conversion" in message:
+        return "an integer literal with more than 4300 digits"
+    if isinstance(err, NotImplementedError | AssertionError) or not message:
+        return f"a value or type xDSL cannot represent ({type(err).__name__})"
+    return message
 
 
 class SourceParser(Parser):
     """A Parser that gives every operation its source location."""
 
     def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
-        super().__init__(ctx, text, name)
+        super().__init__(ctx, "", name)
+        self._parser_state = ParserState(_Lexer(Input(text, name)))
         self._text = text
         self._name = name
         self._line_offset = line_offset
@@ -38,11 +134,53 @@ class SourceParser(Parser):
         except VerifyException as err:
             # Declarative formats check operand/result constraints while parsing.
             raise ParseError(span, str(err)) from None
+        except _VALUE_ERRORS as err:
+            # A value inside this op that xDSL cannot represent.
+            raise ParseError(
+                Span(span.start, max(self.pos, span.end), self.lexer.input),
+                f"cannot parse this op: {_describe(err)}",
+            ) from None
         self._starts.append((span.start, op))
         return op
 
+    def parse_optional_builtin_int_or_float_attr(self) -> IntegerAttr | FloatAttr | None:
+        start = self._current_token.span.start
+        hexadecimal = self._current_token.text[:2] in ("0x", "0X")
+        try:
+            attr = super().parse_optional_builtin_int_or_float_attr()
+        except (OverflowError, ValueError) as err:
+            self.raise_error(f"number out of range for its type ({_describe(err)})", start, self.pos)
+        if isinstance(attr, FloatAttr) and not hexadecimal:
+            # A decimal literal must round to a finite value of its type
+            # (MLIR: "float literal out of range"); hex spells inf and NaN.
+            limit = FLOAT_MAX.get(attr.type)
+            value = attr.value.data
+            if limit is not None and not (math.isfinite(value) and abs(value) <= limit):
+                self.raise_error(
+                    f"float literal out of range for {attr.type} (largest finite "
+                    f"value {limit:g})",
+                    start,
+                    self.pos,
+                )
+        return attr
+
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
-        module = super().parse_module(allow_implicit_module)
+        deep = nesting_error(self._text, MAX_NESTING)
+        if deep is not None:
+            raise ParseError(
+                Span(deep, deep + 1, self.lexer.input),
+                f"nesting deeper than {MAX_NESTING} levels",
+            )
+        try:
+            module = super().parse_module(allow_implicit_module)
+        except RecursionError:
+            span = self._current_token.span
+            raise ParseError(span, "nesting too deep for the parser") from None
+        except _VALUE_ERRORS as err:
+            # Outside any op (an alias): the token the parser stopped on.
+            raise ParseError(
+                self._current_token.span, f"cannot parse this: {_describe(err)}"
+            ) from None
         self._attach_locations()
         return module
 
@@ -125,6 +263,15 @@ def parse_text(text: str, name: str = "<input>", ctx: Context | None = None) -> 
         raise ByocError(format_parse_error(err)) from None
     verify_module(module, name)
     return module
+
+
+def names_file(text: str) -> bool:
+    """Whether `text` is the name of an existing file (never raises: relay text
+    is no file name, and may be too long or hold a NUL)."""
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def parse_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:

@@ -19,7 +19,7 @@ from xdsl.ir import Attribute
 from byoc.backends import Artifact, Backend, parse_targets
 from byoc.dialects.extern import COMPILER_ATTR, CallOp
 from byoc.frontend.diagnostics import ByocError
-from byoc.frontend.parse import location_of, parse_file, parse_text, verify_module
+from byoc.frontend.parse import location_of, names_file, parse_file, parse_text, verify_module
 from byoc.passes.annotate import annotate, is_graph_op
 from byoc.passes.dead_code import remove_dead_ops
 from byoc.passes.partition import partition
@@ -30,10 +30,14 @@ Source = str | Path | ModuleOp
 
 
 def is_path(source: object) -> bool:
-    """Whether `source` names a file (relay text always has braces or newlines)."""
-    return isinstance(source, Path) or (
-        isinstance(source, str) and "\n" not in source and "{" not in source
-    )
+    """Whether `source` names a file: a Path, a string naming an existing file
+    (whatever characters the name holds), or one that cannot be relay text
+    (relay text always has braces or newlines)."""
+    if isinstance(source, Path):
+        return True
+    if not isinstance(source, str):
+        return False
+    return ("\n" not in source and "{" not in source) or names_file(source)
 
 
 def placement_of(module: ModuleOp) -> dict[str, int]:

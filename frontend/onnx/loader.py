@@ -33,7 +33,12 @@ def _onnx() -> Any:
 def is_onnx_source(source: object) -> bool:
     """Whether `source` is an ONNX model: a `.onnx` path or an `onnx.ModelProto`."""
     if isinstance(source, (str, Path)):
-        return str(source).lower().endswith(".onnx") and "\n" not in str(source)
+        from byoc.frontend.parse import names_file
+
+        text = str(source)
+        return text.lower().endswith(".onnx") and (
+            "\n" not in text or isinstance(source, Path) or names_file(text)
+        )
     onnx = sys.modules.get("onnx")  # a ModelProto exists only if onnx is loaded
     return onnx is not None and isinstance(source, onnx.ModelProto)
 
