@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import io
 import re
-import struct
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from fractions import Fraction
 from functools import singledispatchmethod
 from typing import IO
+
+import numpy as np
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -195,30 +195,6 @@ def c_identifier(name: str) -> str:
 # ---------------------------------------------------------------------------
 
 
-def _f32(x: float) -> float:
-    return struct.unpack("<f", struct.pack("<f", x))[0]
-
-
-def _f32_neighbours(x: float) -> tuple[float, float]:
-    bits = struct.unpack("<I", struct.pack("<f", x))[0]
-    below, above = (bits - 1, bits + 1) if x > 0 else (bits + 1, bits - 1)
-    as_float = lambda b: struct.unpack("<f", struct.pack("<I", b))[0]  # noqa: E731
-    return as_float(below), as_float(above)
-
-
-def _reads_back_as_f32(text: str, x: float) -> bool:
-    """Whether the decimal `text`, rounded to the nearest float, is exactly `x`."""
-    exact = Fraction(text)
-    if x == 0:
-        return exact == 0
-    low, high = (Fraction(n) if abs(n) != float("inf") else None for n in _f32_neighbours(x))
-    value = Fraction(x)
-    # Past the largest float, the next value would be one ulp further.
-    low = low if low is not None else value - (high - value)  # type: ignore[operator]
-    high = high if high is not None else value + (value - low)
-    return (low + value) / 2 < exact < (value + high) / 2
-
-
 def _with_point(text: str) -> str:
     return text if any(c in text for c in ".en") else text + ".0"
 
@@ -233,14 +209,27 @@ def c_float_literal(value: float, float_type: Attribute) -> str:
         return _with_point(repr(value))
     if not isinstance(float_type, Float32Type):
         raise CEmissionError(f"no C type for floats of type {float_type}")
-    x = _f32(value)
-    if x == 0:
-        return "-0.0f" if str(x).startswith("-") else "0.0f"
-    for digits in range(1, 10):
-        text = f"{x:.{digits}g}"
-        if _reads_back_as_f32(text, x):
-            return _with_point(text) + "f"
-    return x.hex() + "f"  # unreachable: 9 significant digits always read back
+    return _f32_literal(np.float32(value))
+
+
+def _f32_literal(x: np.float32) -> str:
+    """A C `float` literal of a finite float32: numpy prints the shortest decimal
+    that reads back as exactly this float32 (and C rounds a literal correctly)."""
+    return _with_point(str(x)) + "f"
+
+
+def c_float32_literals(values: np.ndarray) -> list[str]:
+    """C literals of float32 `values`, each distinct value formatted once."""
+    distinct, positions = np.unique(values, return_inverse=True)
+    texts = [
+        c_float_literal(float(v), Float32Type()) if not np.isfinite(v) else _f32_literal(v)
+        for v in distinct
+    ]
+    # np.unique merges -0.0 into 0.0; signs of zeros are kept apart.
+    out = [texts[i] for i in positions.reshape(-1)]
+    for i in np.flatnonzero(values == 0):
+        out[i] = "-0.0f" if np.signbit(values[i]) else "0.0f"
+    return out
 
 
 def c_int_literal(value: int, int_type: Attribute) -> str:
@@ -503,7 +492,10 @@ class CPrinter:
                 if isinstance(element, IntegerType | IndexType)
                 else c_float_literal
             )
-            values = [literal(v, element) for v in value.get_values()]  # type: ignore
+            if isinstance(element, Float32Type):
+                values = c_float32_literals(np.frombuffer(value.data.data, "<f4"))
+            else:
+                values = [literal(v, element) for v in value.get_values()]  # type: ignore
             for v in set(values):
                 self._need_all(v)
             return _braced(values, t.get_shape())
