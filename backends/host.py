@@ -2,7 +2,8 @@
 
 `@main` is lowered through the shared loop-level IR to the llvm dialect and
 JIT-compiled with llvmlite; outlined functions appear in it only as
-declarations, resolved from the backends' shared objects at JIT time.
+declarations, resolved from the backends' shared objects at JIT time. Its
+weights leave the code for a blob the runtime provides (weights_to_blob.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from xdsl.traits import SymbolTable
 from byoc.dialects import make_context
 from byoc.dialects.extern import COMPILER_ATTR
 from byoc.runtime.array_entry import add_array_entry
+from byoc.passes.weights_to_blob import WeightsLayout, move_weights_to_blob
 from byoc.runtime.jit import JitModule, add_entry_wrapper
 
 
@@ -62,8 +64,16 @@ def array_entry_name(entry: str) -> str:
 
 
 def compile_host(
-    partitioned: ModuleOp, main: str, entry: str, libraries: Sequence[Path]
-) -> JitModule:
-    """JIT-compile the host part of a partitioned module."""
+    partitioned: ModuleOp,
+    main: str,
+    entry: str,
+    libraries: Sequence[Path],
+    weights_symbol: str,
+) -> tuple[JitModule, WeightsLayout]:
+    """JIT-compile the host part of a partitioned module. Its large constants
+    go to a weights blob (returned as a layout) read through the pointer
+    `weights_symbol`, which the caller binds before the first call."""
     llvm_module = lower_to_llvm(host_module(partitioned), main, entry)
-    return JitModule.from_llvm_dialect(llvm_module, shared_libraries=list(libraries))
+    layout = move_weights_to_blob(llvm_module, weights_symbol)
+    jit = JitModule.from_llvm_dialect(llvm_module, shared_libraries=list(libraries))
+    return jit, layout

@@ -53,6 +53,12 @@ def _loops_to_llvm() -> type[ModulePass]:
     return ConvertLoopsToLLVMPass
 
 
+def _weights_to_blob() -> type[ModulePass]:
+    from byoc.passes.weights_to_blob import WeightsToBlobPass
+
+    return WeightsToBlobPass
+
+
 BYOC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "byoc-annotate": _annotate,
     "byoc-merge-regions": _merge_regions,
@@ -62,5 +68,6 @@ BYOC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "byoc-mark-parallel-loops": _mark_parallel_loops,
     "convert-loops-to-emitc": _loops_to_emitc,
     "convert-loops-to-llvm": _loops_to_llvm,
+    "byoc-weights-to-blob": _weights_to_blob,
 }
 """Every byoc pass by its CLI name (the `name` of its ModulePass class)."""

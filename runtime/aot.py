@@ -7,6 +7,12 @@ wrapper that gives the model a plain C entry point:
     int32_t <name>_run(const float* in0, ..., float* out0, ...);
 
 returning 0 on success. The library needs no Python and no byoc at run time.
+
+The weights blob either goes inside the library (`weights="embed"`, the
+default: an assembler `.incbin` of the bytes, never a C array of literals) or
+beside it as `<name>.weights` (`weights="file"`), which the program maps with
+`<name>_load_weights(path)` before the first run; the header says which. A
+loaded file is checked against the blob's size and checksum.
 """
 
 from __future__ import annotations
@@ -39,7 +45,13 @@ def _params(specs: tuple[TensorSpec, ...], const: bool, taken: set[str]) -> list
     return [f"{qualifier} {n}" for n in names]
 
 
-def header(model: CompiledModule, name: str, vendor: Sequence[Path] = ()) -> str:
+WEIGHTS_MODES = ("embed", "file")
+"""Where an exported library's weights go: inside it, or in `<name>.weights`."""
+
+
+def header(
+    model: CompiledModule, name: str, vendor: Sequence[Path] = (), weights: str = "embed"
+) -> str:
     """The C header declaring `<name>_run` and the shapes of its buffers."""
     guard = f"{name.upper()}_H"
     taken: set[str] = set()
@@ -63,6 +75,24 @@ def header(model: CompiledModule, name: str, vendor: Sequence[Path] = ()) -> str
             dims = "x".join(str(d) for d in spec.shape) or "scalar"
             lines.append(f"/* {kind.lower()} {i} '{c_identifier(spec.name)}': float32 {dims} */")
             lines.append(f"#define {name.upper()}_{kind}_{i}_SIZE {prod(spec.shape)}")
+    upper = name.upper()
+    if weights == "file":
+        size = model.weights.size if model.weights is not None else 0
+        lines += [
+            "",
+            f"/* The weights ({size} bytes) are in the file {name}.weights, shipped",
+            f"   beside lib{name}.so: call {name}_load_weights with its path once",
+            f"   before {name}_run. It maps the file and checks its size and",
+            "   checksum; returns 0 on success (always, for a model without weights). */",
+            f"#define {upper}_WEIGHTS_FILE \"{name}.weights\"",
+            f"int32_t {name}_load_weights(const char* path);",
+        ]
+    else:
+        lines += [
+            "",
+            f"/* The weights are embedded in lib{name}.so: nothing to load. */",
+            f"#define {upper}_WEIGHTS_EMBEDDED 1",
+        ]
     lines += [
         "",
         "/* Dense row-major float32 buffers, allocated by the caller; none may",
@@ -79,26 +109,129 @@ def header(model: CompiledModule, name: str, vendor: Sequence[Path] = ()) -> str
     return "\n".join(lines)
 
 
-def wrapper(model: CompiledModule, name: str) -> str:
-    """C source of `<name>_run`, which calls the host entry with a buffer array."""
+def wrapper(model: CompiledModule, name: str, weights: str = "embed") -> str:
+    """C source of `<name>_run`, which calls the host entry with a buffer array,
+    and of what binds the host's weights pointer (see the module docstring)."""
     taken: set[str] = set()
     params = _params(model.inputs, True, taken) + _params(model.outputs, False, taken)
     args = [p.split()[-1] for p in params]
     buffers = ", ".join(f"(void*){a}" for a in args) or "0"
+    symbol = model.weights_symbol if model.weights is not None else ""
+    prelude = ""
+    check = ""
+    if weights == "file":
+        prelude = _LOAD_WEIGHTS.format(
+            name=name,
+            symbol=symbol or f"{name}_no_weights",
+            size=model.weights.size if model.weights is not None else 0,
+            **_checksum_words(model.weights.checksum if model.weights is not None else ""),
+            declare=f"extern void* {symbol};" if symbol else f"static void* {name}_no_weights;",
+        )
+        if symbol:
+            check = f"  if (!{symbol}) return -1; /* {name}_load_weights was not called */\n"
+    elif symbol:
+        prelude = (
+            f"extern void* {symbol};\n"
+            f"extern const unsigned char {symbol}_data[];\n\n"
+            "/* Point the host code at the embedded weights when the library loads. */\n"
+            f"__attribute__((constructor)) static void {name}_bind_weights(void) {{\n"
+            f"  {symbol} = (void*){symbol}_data;\n"
+            "}\n\n"
+        )
     return (
-        f'#include "{name}.h"\n\n'
-        f"extern int32_t {model.entry_name}(void** buffers);\n\n"
+        ("#define _POSIX_C_SOURCE 200809L\n" if weights == "file" else "")
+        + f'#include "{name}.h"\n\n'
+        + prelude
+        + f"extern int32_t {model.entry_name}(void** buffers);\n\n"
         f"int32_t {name}_run({', '.join(params) or 'void'}) {{\n"
-        f"  void* buffers[{max(len(args), 1)}] = {{{buffers}}};\n"
+        + check
+        + f"  void* buffers[{max(len(args), 1)}] = {{{buffers}}};\n"
         f"  return {model.entry_name}(buffers);\n"
         "}\n"
     )
 
 
+_LOAD_WEIGHTS = """#include <fcntl.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+{declare}
+
+int32_t {name}_load_weights(const char* path) {{
+  const size_t size = {size}u;
+  if (size == 0) return 0;
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return 1;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (size_t)st.st_size != size) {{
+    close(fd);
+    return 2; /* not this model's weights, or truncated */
+  }}
+  void* data = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (data == MAP_FAILED) return 3;
+  /* fletcher64: (sum w_i, sum (i + 1) w_i) over the 64-bit words, mod 2^64. */
+  const uint64_t* words = (const uint64_t*)data;
+  uint64_t total = 0, weighted = 0;
+  for (size_t i = 0; i < size / 8; ++i) {{
+    total += words[i];
+    weighted += (uint64_t)(i + 1) * words[i];
+  }}
+  if (total != {total}u || weighted != {weighted}u) {{
+    munmap(data, size);
+    return 4; /* corrupted */
+  }}
+  {symbol} = data;
+  return 0;
+}}
+
+"""
+
+
+def _checksum_words(checksum: str) -> dict[str, str]:
+    """The two 64-bit sums of a `fletcher64:<32 hex digits>` checksum, as C literals."""
+    digits = checksum.partition(":")[2]
+    if len(digits) != 32:
+        return {"total": "0", "weighted": "0"}
+    return {"total": f"0x{digits[:16]}", "weighted": f"0x{digits[16:]}"}
+
+
+def _embedding_assembly(symbol: str, blob: Path, size: int) -> str:
+    """GNU assembler source defining `<symbol>_data`: the blob's bytes, 64-byte
+    aligned, read from the file by `.incbin` (no text of the weights)."""
+    path = str(blob)
+    if any(c in path for c in '"\\\n'):
+        raise ByocError(f"error: cannot embed weights from the path {path!r}")
+    return (
+        '\t.section .rodata.byoc_weights,"a",@progbits\n'
+        "\t.balign 64\n"
+        f"\t.globl {symbol}_data\n"
+        f"\t.hidden {symbol}_data\n"
+        f"\t.type {symbol}_data, @object\n"
+        f"{symbol}_data:\n"
+        f'\t.incbin "{path}"\n'
+        f"\t.size {symbol}_data, {size}\n"
+        '\t.section .note.GNU-stack,"",@progbits\n'
+    )
+
+
+def _write_blob(model: CompiledModule, path: Path) -> None:
+    assert model.weights is not None
+    with open(path, "wb") as f:
+        for chunk in model.weights.blob().chunks():
+            f.write(chunk)
+
+
 def export_library(
-    model: CompiledModule, output: str | PathLike[str], name: str = "model"
+    model: CompiledModule,
+    output: str | PathLike[str],
+    name: str = "model",
+    weights: str = "embed",
 ) -> tuple[Path, Path]:
-    """Write `output` (a shared library) and `<name>.h` beside it; returns both paths.
+    """Write `output` (a shared library) and `<name>.h` beside it (and, with
+    `weights="file"`, `<name>.weights`); returns the library and header paths.
 
     Vendor libraries the backends link against (`Artifact.vendor_libraries`)
     are copied beside `output`, which finds them through `$ORIGIN`: the
@@ -107,6 +240,10 @@ def export_library(
     """
     if not name.isidentifier() or c_identifier(name) != name:
         raise ByocError(f"error: library name '{name}' is not a C identifier")
+    if weights not in WEIGHTS_MODES:
+        raise ByocError(
+            f"error: weights '{weights}': expected one of {', '.join(WEIGHTS_MODES)}"
+        )
     output = Path(output)
     header_path = output.with_name(f"{name}.h")
     vendor = _vendor_libraries(model)
@@ -114,9 +251,18 @@ def export_library(
         work = Path(tmp)
         inputs = [work / "host.o"]
         inputs[0].write_bytes(model.host.emit_object())
-        (work / f"{name}.h").write_text(header(model, name, vendor))
-        (work / "wrapper.c").write_text(wrapper(model, name))
+        (work / f"{name}.h").write_text(header(model, name, vendor, weights))
+        (work / "wrapper.c").write_text(wrapper(model, name, weights))
         inputs.append(work / "wrapper.c")
+        blob = work / "weights.bin"
+        if model.weights is not None:
+            _write_blob(model, blob)
+            if weights == "embed":
+                assembly = work / "weights.s"
+                assembly.write_text(
+                    _embedding_assembly(model.weights_symbol, blob, model.weights.size)
+                )
+                inputs.append(assembly)
         extra: list[str] = []
         for i, artifact in enumerate(model.artifacts):
             c_sources = {n: t for n, t in artifact.sources.items() if n.endswith(".c")}
@@ -154,6 +300,8 @@ def export_library(
             if target.resolve() != library.resolve():
                 shutil.copyfile(library, target)
         shutil.copyfile(work / f"{name}.h", header_path)
+        if model.weights is not None and weights == "file":
+            shutil.copyfile(blob, output.with_name(f"{name}.weights"))
         shutil.copyfile(built, output)
     return output, header_path
 

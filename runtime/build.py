@@ -8,7 +8,6 @@ code linked in.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from byoc.passes.dead_code import remove_dead_ops
 from byoc.passes.partition import partition
 from byoc.runtime.compiled import CompiledModule, TensorSpec
 from byoc.runtime.reference import numpy_dtype
+from byoc.runtime.weights import Blob, Weights
 
 Source = str | Path | ModuleOp
 
@@ -186,24 +186,6 @@ def check_outlined_for(module: ModuleOp, backends: Sequence[Backend]) -> None:
             )
 
 
-def source_content(source: Source) -> bytes | None:
-    """The bytes a compile of `source` depends on, for the cache key (None: unknown)."""
-    from byoc.frontend.onnx import is_onnx_source
-
-    if isinstance(source, ModuleOp):
-        return b"module\0" + str(source).encode()
-    if is_onnx_source(source) and not isinstance(source, (str, Path)):
-        return b"onnx\0" + source.SerializeToString()  # type: ignore[union-attr]
-    if is_path(source):
-        try:
-            return b"file\0" + Path(source).read_bytes()
-        except OSError:
-            return None  # the compile itself reports it
-    if isinstance(source, str):
-        return b"text\0" + source.encode()
-    return None
-
-
 def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     source: Source,
     targets: Sequence[str] | str | None = ("ccompiler",),
@@ -211,40 +193,44 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
 ) -> CompiledModule:
     """Compile a relay model for `targets` (priority order; `[]`: host only).
 
-    With `cache`, a model compiled before (same text, backends, byoc code and
+    With `cache`, a model compiled before (same content, backends, byoc code and
     CPU) is loaded from the compile cache in `$BYOC_CACHE_DIR` instead.
     """
-    from byoc.runtime.cache import cache_key, entry_path
+    from byoc.runtime.cache import cache_key, entry_path, source_digest
     from byoc.runtime.saved import host_cpu, load
-
-    backends = parse_targets(targets)
-    content = source_content(source) if cache else None
     from byoc.runtime.toolchain import compiler, openmp_flags, optimisation_flags
 
+    backends = parse_targets(targets)
     build_host = {
         **host_cpu(),
         "cc": compiler(),
         "cflags": " ".join((*optimisation_flags(), *openmp_flags())),
     }
-    entry = entry_path(cache_key(content, backends, build_host)) if content else None
+    digest = source_digest(source)
+    key = cache_key(digest, backends, build_host) if digest else None
+    entry = entry_path(key) if cache and key else None
     if entry is not None and entry.exists():
         try:
             return load(entry)
         except ByocError:
             pass  # a damaged entry: compile again and replace it
-    model = compile_uncached(source, backends)
-    if entry is not None:
-        try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            model.save(entry)
-        except (ByocError, OSError):
-            pass  # a model that cannot be saved, or a read-only cache: no caching
-    return model
+    return compile_uncached(source, backends, key, entry)
 
 
-def compile_uncached(source: Source, backends: Sequence[Backend]) -> CompiledModule:
-    """The whole pipeline, from source to a JIT-compiled CompiledModule."""
+def compile_uncached(
+    source: Source,
+    backends: Sequence[Backend],
+    key: str | None = None,
+    entry: Path | None = None,
+) -> CompiledModule:
+    """The whole pipeline, from source to a JIT-compiled CompiledModule.
+
+    `key` (the cache key) names the symbols; `entry`, if given, is the cache
+    entry to write, whose weights blob the model then maps.
+    """
     from byoc.backends.host import compile_host
+    from byoc.dialects.relay.constant import print_eliding_weights
+    from byoc.runtime.cache import module_digest
 
     module = load_source(source)
     main = main_function(module)
@@ -257,9 +243,11 @@ def compile_uncached(source: Source, backends: Sequence[Backend]) -> CompiledMod
 
     partition_for(module, backends)
     placement = placement_of(module)
-    partitioned_ir = str(module)
-    digest = hashlib.sha256(partitioned_ir.encode()).hexdigest()[:12]
-    prefix = f"byoc_{digest}_"
+    partitioned_ir = print_eliding_weights(module)
+    # Symbols are named by the content (two models in one process never clash,
+    # the same model always gets the same names, so its C is a cache hit).
+    digest = key or module_digest(module)
+    prefix = f"byoc_{digest[:12]}_"
     rename_symbols(module, prefix, "main")
 
     artifacts = []
@@ -270,7 +258,37 @@ def compile_uncached(source: Source, backends: Sequence[Backend]) -> CompiledMod
 
     libraries = [lib for a in artifacts for lib in a.libraries]
     entry_name = f"{prefix}entry"
-    jit = compile_host(module, f"{prefix}main", entry_name, libraries)
-    return CompiledModule(
-        jit, entry_name, inputs, outputs, artifacts, partitioned_ir, placement
+    weights_symbol = f"{prefix}weights"
+    jit, layout = compile_host(
+        module, f"{prefix}main", entry_name, libraries, weights_symbol
     )
+    model = CompiledModule(
+        jit,
+        entry_name,
+        inputs,
+        outputs,
+        artifacts,
+        partitioned_ir,
+        placement,
+        weights_symbol=weights_symbol,
+    )
+    blob = Blob.of_layout(layout) if layout.entries else None
+    weights = None
+    if entry is not None:
+        weights = cache_model(model, entry, blob)
+    if blob is not None:
+        model.bind_weights(weights or Weights.copy_of(blob))
+    return model
+
+
+def cache_model(model: CompiledModule, entry: Path, blob: Blob | None) -> Weights | None:
+    """Save a fresh model as cache entry `entry`, writing its weights straight
+    from `blob`; returns the entry's weights, mapped (None: not cached)."""
+    from byoc.runtime.saved import load_weights, save
+
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        save(model, entry, blob)
+        return load_weights(entry) if blob is not None else None
+    except (ByocError, OSError):
+        return None  # a model that cannot be saved, or a read-only cache

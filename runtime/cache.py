@@ -1,9 +1,14 @@
 """The compile cache: a compiled model saved under a key of everything it depends on.
 
-The key covers the model's text, the backends asked for (and the code of the
+The key covers the model's content, the backends asked for (and the code of the
 modules defining them), byoc's own code and the host CPU, so an edit to any of
-them is a miss, never a stale hit. Entries are written atomically by
-`CompiledModule.save`; a corrupted entry is recompiled and replaced.
+them is a miss, never a stale hit. Entries are saved models (runtime/saved.py),
+written atomically; a corrupted entry is recompiled and replaced.
+
+A model's content is hashed from its bytes, weights included, once: a file by
+streaming it (and a file hashed before, unchanged since, by looking up its
+digest: a cached compile of a 500 MB model must not read 500 MB), a module by
+its text with the weights elided plus each weight's bytes.
 """
 
 from __future__ import annotations
@@ -11,10 +16,15 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import os
 import sys
+import tempfile
+import time
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from xdsl.dialects.builtin import DenseResourceAttr, ModuleOp
 
 from byoc.backends import Backend
 
@@ -43,10 +53,95 @@ def _backend_fingerprint(backend: Backend) -> str:
     return f"{backend.name}:{hashlib.sha256(content).hexdigest()}"
 
 
-def cache_key(content: bytes, backends: list[Backend], host: dict[str, Any]) -> str:
-    """The key of a compile of `content` for `backends` on `host`."""
+def module_digest(module: ModuleOp) -> str:
+    """SHA-256 of a module: its text with the weights elided, then each weight's
+    bytes (no weight becomes text)."""
+    from byoc.dialects.relay.constant import (
+        ConstantOp,
+        elided_constants,
+        print_eliding_weights,
+    )
+
+    digest = hashlib.sha256(print_eliding_weights(module).encode())
+    for constant in elided_constants(module):
+        digest.update(memoryview(constant.value.data.data))  # type: ignore[union-attr]
+    # A dense_resource value prints as its handle: its bytes count too.
+    for op in module.walk():
+        if isinstance(op, ConstantOp) and isinstance(op.value, DenseResourceAttr):
+            try:
+                digest.update(op.to_numpy().tobytes())
+            except Exception:  # noqa: BLE001 - no data: the compile reports it
+                digest.update(b"missing")
+    return digest.hexdigest()
+
+
+_STAT_FIELDS = ("st_size", "st_mtime_ns", "st_ctime_ns", "st_ino", "st_dev")
+
+_RACY_NS = 2_000_000_000
+"""A digest is trusted only for a file last changed this long before it was
+taken: a change within the file system's timestamp granularity after the
+digest would otherwise go unseen (git's "racy" entries)."""
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a file's bytes; a file whose status (size, times, inode) is what
+    it was when it was last hashed is not read again."""
+    from byoc.runtime.toolchain import cache_dir
+
+    path = Path(path)
+    with open(path, "rb") as f:
+        status = os.fstat(f.fileno())
+        stamp = [getattr(status, name) for name in _STAT_FIELDS]
+        memo = cache_dir() / "digests" / (
+            hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32] + ".json"
+        )
+        try:
+            known = json.loads(memo.read_text())
+            if (
+                known["stat"] == stamp
+                and max(status.st_mtime_ns, status.st_ctime_ns) < known["taken_ns"] - _RACY_NS
+            ):
+                return str(known["sha256"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        taken = time.time_ns()
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=memo.parent, prefix=".digest-")
+        with os.fdopen(fd, "w") as out:
+            json.dump({"stat": stamp, "taken_ns": taken, "sha256": digest}, out)
+        os.replace(tmp, memo)
+    except OSError:
+        pass  # a read-only cache: hash again next time
+    return digest
+
+
+def source_digest(source: object) -> str | None:
+    """The digest of what a compile of `source` reads (None: it cannot be read,
+    and the compile itself reports why)."""
+    from byoc.frontend.onnx import is_onnx_source
+    from byoc.runtime.build import is_path
+
+    if isinstance(source, ModuleOp):
+        return "module:" + module_digest(source)
+    if is_onnx_source(source) and not isinstance(source, (str, Path)):
+        serialized = source.SerializeToString()  # type: ignore[union-attr]
+        return "onnx:" + hashlib.sha256(serialized).hexdigest()
+    if is_path(source):
+        try:
+            return "file:" + file_digest(source)  # type: ignore[arg-type]
+        except OSError:
+            return None
+    if isinstance(source, str):
+        return "text:" + hashlib.sha256(source.encode()).hexdigest()
+    return None
+
+
+def cache_key(content: str, backends: list[Backend], host: dict[str, Any]) -> str:
+    """The key of a compile of the source with digest `content` for `backends` on `host`."""
     digest = hashlib.sha256()
-    digest.update(content)
+    digest.update(content.encode())
     digest.update(
         json.dumps(
             {

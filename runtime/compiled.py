@@ -13,6 +13,7 @@ from cffi import FFI
 from byoc.backends.spec import Artifact
 from byoc.frontend.diagnostics import ByocError
 from byoc.runtime.array_entry import ARGUMENTS_NEED_CONVERSION
+from byoc.runtime.weights import Weights
 
 _ffi = FFI()
 _from_buffer = _ffi.from_buffer
@@ -47,6 +48,10 @@ class HostCode(Protocol):
         """The code as a relocatable object file."""
         ...
 
+    def bind_pointer(self, name: str, address: int) -> None:
+        """Set the code's pointer variable `name` to `address`."""
+        ...
+
 
 class CompiledModule:
     """A model compiled for a set of backends and the host.
@@ -64,6 +69,8 @@ class CompiledModule:
         artifacts: Sequence[Artifact],
         partitioned_ir: str,
         placement: dict[str, int] | None = None,
+        weights: Weights | None = None,
+        weights_symbol: str = "",
     ):
         self.host = host
         """The host's machine code (it owns the memory the entry points into)."""
@@ -77,12 +84,24 @@ class CompiledModule:
         """The partitioned relay IR, as `byoc-opt --partition` prints it."""
         self.placement = dict(placement or {})
         """How many graph ops each backend, and `host`, runs."""
+        self.weights: Weights | None = None
+        """The blob the host code reads its weights from (None: it has none)."""
+        self.weights_symbol = weights_symbol
+        """The host's pointer to the blob (`byoc_<hash>_weights`)."""
+        if weights is not None:
+            self.bind_weights(weights)
         self._n = len(self.inputs) + len(self.outputs)
         # Python looks `__call__` up on the type: a subclass of one model
         # makes the generated caller the call itself, with no wrapper frame.
         self.__class__ = type(
             "CompiledModule", (CompiledModule,), {"__call__": self._make_call()}
         )
+
+    def bind_weights(self, weights: Weights) -> None:
+        """Point the host code at `weights` (before the first call: code that
+        reads weights must not run unbound)."""
+        self.host.bind_pointer(self.weights_symbol, weights.address)
+        self.weights = weights
 
     def save(self, path: str | PathLike[str]) -> None:
         """Write the compiled model to one file that `byoc.load` reads back."""

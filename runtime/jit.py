@@ -1,4 +1,4 @@
-"""The host JIT: llvm dialect → llvmlite → O3 for this CPU → MCJIT → cffi.
+"""The host JIT: llvm dialect → llvmlite → O3 for this CPU → object → MCJIT → cffi.
 
     module = parse(...)                                  # loop-level IR
     ConvertLoopsToLLVMPass().apply(ctx, module)
@@ -8,7 +8,9 @@
     status = entry(pointer_array(x, y, out))
 
 The host entry (docs/architecture.md, "Host entry") is added at the llvm-dialect
-level, after convert-loops-to-llvm, so that pass stays a pure lowering.
+level, after convert-loops-to-llvm, so that pass stays a pure lowering. Code is
+generated once, as a relocatable object, which MCJIT links in memory
+(`LoadedHost`); the same object is what saved models and AOT libraries hold.
 """
 
 from __future__ import annotations
@@ -115,9 +117,11 @@ def translate_to_llvm_ir(module: ModuleOp) -> str:
 def _initialise_from_bytes(op: llvm_dialect.GlobalOp, variable: ir.GlobalVariable):
     """Give a dense global its value as raw bytes, `[n x i8] c"..."`.
 
-    Printed and parsed about 25x faster than one typed constant per element,
-    which matters for weights; accesses see the same memory through their
-    typed GEPs (pointers are opaque).
+    Printed and parsed about 25x faster than one typed constant per element;
+    accesses see the same memory through their typed GEPs (pointers are
+    opaque). Only small constants get here: weights live in the blob
+    (passes/weights_to_blob.py). A pointer variable without a value (the
+    weights pointer) is defined as null, for the runtime to set.
     """
     if op.alignment is not None:
         variable.align = op.alignment.value.data
@@ -125,6 +129,9 @@ def _initialise_from_bytes(op: llvm_dialect.GlobalOp, variable: ir.GlobalVariabl
         data = bytearray(op.value.data.data)
         variable.value_type = ir.ArrayType(ir.IntType(8), len(data))
         variable.initializer = ir.Constant(variable.value_type, data)
+    elif op.value is None and op.global_type == _PTR and op.linkage.linkage.data == "external":
+        variable.initializer = ir.Constant(ir.PointerType(), None)
+        variable.linkage = ""  # a definition with external linkage (no keyword)
 
 
 def _parse(llvm_ir: str) -> llvm.ModuleRef:
@@ -137,33 +144,103 @@ def _parse(llvm_ir: str) -> llvm.ModuleRef:
     return module
 
 
-class JitModule:
-    """A module compiled in memory for this CPU, whose functions cffi can call.
+def load_libraries(paths: Sequence[str | PathLike[str]]) -> tuple[str, ...]:
+    """Load shared objects into the process, so code compiled next can call them."""
+    initialise_llvm()
+    loaded = tuple(str(path) for path in paths)
+    for path in loaded:
+        try:
+            llvm.load_library_permanently(path)
+        except RuntimeError as err:
+            raise ByocError(f"{path}: error: cannot load: {err}") from None
+    return loaded
 
-    Function pointers from `address`/`function` are valid while this object is
-    alive: it owns the execution engine holding the machine code.
+
+class LoadedHost:
+    """Host code from a relocatable object, linked in memory by an MCJIT engine
+    (no compiling): what `JitModule` produces and what `byoc.load` reads back.
+
+    Function pointers are valid while this object is alive: it owns the engine
+    holding the machine code.
+    """
+
+    def __init__(
+        self,
+        obj: bytes,
+        libraries: Sequence[str | PathLike[str]] = (),
+        symbols: Sequence[str] = (),
+    ):
+        """Link `obj` after loading `libraries`; every name in `symbols` must
+        then resolve (MCJIT would bind a missing one to address 0)."""
+        self.shared_libraries = load_libraries(libraries)
+        for symbol in symbols:
+            if llvm.address_of_symbol(symbol) is None:
+                raise ByocError(f"error: no loaded shared object defines '{symbol}'")
+        self._object = obj
+        # Creating the engine also makes the process's own symbols (libc) visible.
+        self._engine = llvm.create_mcjit_compiler(
+            llvm.parse_assembly(""), host_target_machine(jit=True)
+        )
+        self._before_linking()
+        try:
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            self._engine.finalize_object()
+        except RuntimeError as err:
+            raise ByocError(f"error: cannot load the host code: {err}") from None
+
+    def address(self, name: str) -> int:
+        """Address of the function `name`."""
+        address = self._engine.get_function_address(name)
+        if not address:
+            raise ByocError(f"error: the host code has no function '{name}'")
+        return address
+
+    def function(self, name: str, c_signature: str):
+        """The function `name` as a cffi function pointer of type `c_signature`,
+        e.g. `"int32_t(*)(void**)"`."""
+        return ffi.cast(c_signature, self.address(name))
+
+    def _before_linking(self) -> None:
+        """A check before the object is linked (MCJIT would bind an unresolved
+        symbol to address 0, and calling it would crash the process)."""
+
+    def has_variable(self, name: str) -> bool:
+        """Whether the code defines the global variable `name`."""
+        return bool(self._engine.get_global_value_address(name))
+
+    def bind_pointer(self, name: str, address: int) -> None:
+        """Set the host's pointer variable `name` (the weights pointer) to `address`."""
+        variable = self._engine.get_global_value_address(name)
+        if not variable:
+            raise ByocError(f"error: the host code has no variable '{name}'")
+        ffi.cast("uintptr_t*", variable)[0] = address
+
+    def emit_object(self) -> bytes:
+        """The relocatable object this code was linked from."""
+        return self._object
+
+
+class JitModule(LoadedHost):
+    """LLVM IR compiled for this CPU (O3) into an object, linked in memory.
+
+    Compiling to a relocatable object and linking that (rather than JIT-compiling
+    the module) means the code is generated once, whether it is then only run
+    or also saved: the object is what `emit_object` returns.
     """
 
     def __init__(
         self, llvm_ir: str, shared_libraries: Sequence[str | PathLike[str]] = ()
     ) -> None:
-        """JIT-compile LLVM IR text, after loading the shared objects it calls."""
-        initialise_llvm()
-        self.shared_libraries = tuple(str(path) for path in shared_libraries)
-        for path in self.shared_libraries:
-            try:
-                llvm.load_library_permanently(path)
-            except RuntimeError as err:
-                raise ByocError(f"{path}: error: cannot load: {err}") from None
+        """Compile LLVM IR text, after loading the shared objects it calls."""
+        libraries = load_libraries(shared_libraries)
         module = _parse(llvm_ir)
-        target_machine = host_target_machine(jit=True)
+        target_machine = host_target_machine(jit=False)
         optimise(module, target_machine)
-        self._module = module  # printed only on demand: weights make it large
+        self._module = module  # printed only on demand
         self._defined = {f.name for f in module.functions if not f.is_declaration}
-        # The engine owns `module` and `target_machine` from here on.
-        self._engine = llvm.create_mcjit_compiler(module, target_machine)
-        self._check_symbols_resolve(module)
-        self._engine.finalize_object()
+        self._libraries = libraries
+        super().__init__(target_machine.emit_object(module))
+        self.shared_libraries = libraries
 
     @classmethod
     def from_llvm_dialect(
@@ -172,17 +249,15 @@ class JitModule:
         """JIT-compile an llvm-dialect module (the output of convert-loops-to-llvm)."""
         return cls(translate_to_llvm_ir(module), shared_libraries)
 
-    def _check_symbols_resolve(self, module: llvm.ModuleRef) -> None:
-        # MCJIT silently binds an unresolved symbol to address 0: calling it
-        # would crash the process, so refuse to build instead.
-        for function in module.functions:
+    def _before_linking(self) -> None:
+        for function in self._module.functions:
             name = function.name
             if (
                 function.is_declaration
                 and not name.startswith("llvm.")
                 and llvm.address_of_symbol(name) is None
             ):
-                libraries = ", ".join(self.shared_libraries) or "none"
+                libraries = ", ".join(self._libraries) or "none"
                 raise ByocError(
                     f"error: the host code calls '{name}', which no loaded shared "
                     f"object defines (shared libraries: {libraries})"
@@ -190,7 +265,7 @@ class JitModule:
 
     @property
     def llvm_ir(self) -> str:
-        """The optimised LLVM IR, as JIT-compiled (for debugging)."""
+        """The optimised LLVM IR, as compiled (for debugging)."""
         return str(self._module)
 
     def address(self, name: str) -> int:
@@ -200,16 +275,7 @@ class JitModule:
                 f"error: no function '{name}' in the JIT module "
                 f"(it has: {', '.join(sorted(self._defined)) or 'none'})"
             )
-        return self._engine.get_function_address(name)
-
-    def function(self, name: str, c_signature: str):
-        """The function `name` as a cffi function pointer of type `c_signature`,
-        e.g. `"int32_t(*)(void**)"`."""
-        return ffi.cast(c_signature, self.address(name))
-
-    def emit_object(self) -> bytes:
-        """A relocatable object file (ELF on Linux) of the same optimised code."""
-        return host_target_machine(jit=False).emit_object(_parse(self.llvm_ir))
+        return super().address(name)
 
 
 def emit_object(module: ModuleOp | str) -> bytes:

@@ -1,32 +1,39 @@
 """Saving a compiled model to one file, and loading it without compiling anything.
 
-The file is a zip archive:
+The file is a zip archive (docs/architecture.md, "Saved models"):
 
-    manifest.json     format, byoc version, CPU, inputs/outputs, artifacts,
-                      and the SHA-256 of every other member
+    manifest.json     format, byoc version, CPU, inputs/outputs, artifacts, the
+                      weights blob (symbol, size, checksum), and the SHA-256
+                      of every other member
     host.o            the host code as a relocatable object (llvmlite, PIC)
     lib/<n>.so        each backend's shared objects
     src/<name>        each backend's generated sources (for people)
-    partitioned.mlir  the partitioned relay IR (for people)
+    partitioned.mlir  the partitioned relay IR, weights elided (for people)
+    weights.bin       the weights blob: stored uncompressed, its data at a
+                      page-aligned offset of the file, so loading maps it (mmap)
+                      instead of reading it; checked by its `fletcher64` sum
 
 Loading checks everything before any code is mapped: a truncated, corrupted
 or foreign file, or one built for another CPU or byoc version, is a ByocError.
 Shared objects are unpacked into the compile cache by content hash, so loading
-a model twice (or in several processes) reuses one copy.
+a model twice (or in several processes) reuses one copy. A blob that is not
+aligned in its file (an archive rewritten by another tool) is read into memory
+instead of mapped.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
+import mmap
 import os
+import struct
 import tempfile
 import zipfile
 from functools import cache
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -34,9 +41,19 @@ from byoc.backends import get_backend
 from byoc.backends.spec import Artifact
 from byoc.frontend.diagnostics import ByocError
 from byoc.runtime.compiled import CompiledModule, TensorSpec
+from byoc.runtime.jit import LoadedHost
+from byoc.runtime.weights import Blob, Weights
 
 FORMAT = "byoc-compiled-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+
+WEIGHTS_MEMBER = "weights.bin"
+
+_PAGE = mmap.ALLOCATIONGRANULARITY
+"""The blob's data starts at a multiple of this (mmap offsets must be)."""
+
+_PADDING_FIELD = 0xD935
+"""Zip extra-field id of the padding that aligns the blob (zipalign's)."""
 
 
 def byoc_version() -> str:
@@ -66,8 +83,14 @@ def _spec(data: dict[str, Any]) -> TensorSpec:
     return TensorSpec(str(data["name"]), tuple(int(d) for d in data["shape"]), np.dtype(data["dtype"]))
 
 
-def save(model: CompiledModule, path: str | PathLike[str]) -> None:
-    """Write `model` to `path` (atomically: a reader never sees half a file)."""
+def save(model: CompiledModule, path: str | PathLike[str], blob: Blob | None = None) -> None:
+    """Write `model` to `path` (atomically: a reader never sees half a file).
+
+    `blob` gives the weights when the model has not bound its own yet (a fresh
+    compile writes its cache entry straight from the weights' buffers).
+    """
+    if blob is None and model.weights is not None:
+        blob = model.weights.blob()
     members: dict[str, bytes] = {"host.o": model.host.emit_object()}
     artifacts = []
     for i, artifact in enumerate(model.artifacts):
@@ -111,6 +134,14 @@ def save(model: CompiledModule, path: str | PathLike[str]) -> None:
         "outputs": [_spec_json(s) for s in model.outputs],
         "artifacts": artifacts,
         "placement": model.placement,
+        "weights": None
+        if blob is None
+        else {
+            "member": WEIGHTS_MEMBER,
+            "symbol": model.weights_symbol,
+            "size": blob.size,
+            "checksum": blob.checksum,
+        },
         "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()},
     }
     target = Path(path)
@@ -119,37 +150,102 @@ def save(model: CompiledModule, path: str | PathLike[str]) -> None:
         with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
             zf.writestr("manifest.json", json.dumps(manifest, indent=1))
             for name, data in members.items():
-                # Code and weights barely compress; deflating them costs seconds.
+                # Code barely compresses; deflating it costs seconds.
                 binary = name == "host.o" or name.endswith(".so")
                 zf.writestr(name, data, zipfile.ZIP_STORED if binary else zipfile.ZIP_DEFLATED)
+            if blob is not None:
+                _write_aligned(zf, WEIGHTS_MEMBER, blob)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def _read(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """The manifest and verified members of a saved model, or a ByocError."""
+def _write_aligned(zf: zipfile.ZipFile, name: str, blob: Blob) -> None:
+    """Store `blob` as member `name`, uncompressed, its data starting at a multiple
+    of the page size: the local header's extra field is padded (as zipalign does)."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_STORED
+    info.file_size = blob.size
+    zip64 = blob.size * 1.05 > zipfile.ZIP64_LIMIT  # as ZipFile.open decides
+    header = 30 + len(name.encode()) + (20 if zip64 else 0)
+    padding = (-(zf.start_dir + header + 4)) % _PAGE
+    info.extra = struct.pack("<HH", _PADDING_FIELD, padding) + bytes(padding)
+    with zf.open(info, "w", force_zip64=zip64) as out:
+        for chunk in blob.chunks():
+            out.write(chunk)
+
+
+def _data_offset(f: IO[bytes], info: zipfile.ZipInfo) -> int:
+    """Where a member's data starts in the file (after its local header)."""
+    f.seek(info.header_offset)
+    header = f.read(30)
+    if len(header) != 30 or header[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"bad local header for {info.filename}")
+    name_length, extra_length = struct.unpack("<HH", header[26:30])
+    return info.header_offset + 30 + name_length + extra_length
+
+
+def _weights(f: IO[bytes], zf: zipfile.ZipFile, manifest: dict[str, Any], where: str) -> tuple[Weights | None, str]:
+    """The blob a manifest describes, mapped (or read) and checked, and its symbol."""
+    description = manifest.get("weights")
+    if description is None:
+        return None, ""
+    member = str(description["member"])
+    size, expected = int(description["size"]), str(description["checksum"])
+    try:
+        info = zf.getinfo(member)
+    except KeyError:
+        raise ByocError(f"{where}: truncated: {member} is missing") from None
+    if info.file_size != size or size <= 0:
+        raise ByocError(f"{where}: corrupted: {member} has {info.file_size} bytes, not {size}")
+    offset = _data_offset(f, info)
+    if info.compress_type == zipfile.ZIP_STORED and offset % _PAGE == 0:
+        weights = Weights.map(f.fileno(), offset, size, expected, where, member)
+    else:
+        with zf.open(info) as stream:
+            weights = Weights.read(stream, size, expected, where, member)
+    return weights, str(description["symbol"])
+
+
+def _read(path: Path) -> tuple[dict[str, Any], dict[str, bytes], Weights | None, str]:
+    """The manifest, verified members and weights (with their symbol) of a saved
+    model, or a ByocError."""
     where = f"{path}: error"
     try:
-        data = path.read_bytes()
+        f = open(path, "rb")  # noqa: SIM115 - closed below, mappings outlive it
     except OSError as err:
         raise ByocError(f"{where}: cannot read the file: {err.strerror or err}") from None
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            names = set(zf.namelist())
-            if "manifest.json" not in names:
-                raise ByocError(f"{where}: not a byoc compiled model (no manifest)")
-            manifest = json.loads(zf.read("manifest.json"))
-            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-                raise ByocError(f"{where}: not a byoc compiled model")
-            members = {name: zf.read(name) for name in names if name != "manifest.json"}
-    except ByocError:
-        raise
-    except (zipfile.BadZipFile, json.JSONDecodeError, UnicodeDecodeError, EOFError, ValueError, KeyError) as err:
-        raise ByocError(
-            f"{where}: not a byoc compiled model, or truncated or corrupted ({err})"
-        ) from None
+    with f:
+        try:
+            with zipfile.ZipFile(f) as zf:
+                names = set(zf.namelist())
+                if "manifest.json" not in names:
+                    raise ByocError(f"{where}: not a byoc compiled model (no manifest)")
+                manifest = json.loads(zf.read("manifest.json"))
+                if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+                    raise ByocError(f"{where}: not a byoc compiled model")
+                _check_build(manifest, where)
+                weights_entry = manifest.get("weights") or {}
+                blob_member = weights_entry.get("member") if isinstance(weights_entry, dict) else None
+                members = {
+                    name: zf.read(name)
+                    for name in names
+                    if name != "manifest.json" and name != blob_member
+                }
+                _check_digests(manifest, members, where)
+                weights, symbol = _weights(f, zf, manifest, where)
+        except ByocError:
+            raise
+        except (zipfile.BadZipFile, json.JSONDecodeError, UnicodeDecodeError, EOFError, ValueError, KeyError, TypeError, OSError) as err:
+            raise ByocError(
+                f"{where}: not a byoc compiled model, or truncated or corrupted ({err})"
+            ) from None
+    return manifest, members, weights, symbol
+
+
+def _check_build(manifest: dict[str, Any], where: str) -> None:
+    """The file must be of this format version, byoc version and CPU."""
     if manifest.get("format_version") != FORMAT_VERSION:
         raise ByocError(
             f"{where}: saved in format version {manifest.get('format_version')}; this "
@@ -167,13 +263,15 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
             f"{built.get('cpu')}); this one is {host_cpu()['machine']}/"
             f"{host_cpu()['cpu']}: compile the model again"
         )
+
+
+def _check_digests(manifest: dict[str, Any], members: dict[str, bytes], where: str) -> None:
     digests = manifest.get("sha256") or {}
     for name, digest in digests.items():
         if name not in members:
             raise ByocError(f"{where}: truncated: {name} is missing")
         if hashlib.sha256(members[name]).hexdigest() != digest:
             raise ByocError(f"{where}: corrupted: {name} does not match its checksum")
-    return manifest, members
 
 
 def _unpack_library(data: bytes) -> Path:
@@ -191,50 +289,15 @@ def _unpack_library(data: bytes) -> Path:
     return target
 
 
-class LoadedHost:
-    """Host code loaded from an object file into an MCJIT engine (no compiling)."""
-
-    def __init__(self, obj: bytes, libraries: list[Path], symbols: list[str]):
-        import llvmlite.binding as llvm
-
-        from byoc.runtime.jit import host_target_machine, initialise_llvm
-
-        initialise_llvm()
-        for library in libraries:
-            try:
-                llvm.load_library_permanently(str(library))
-            except RuntimeError as err:
-                raise ByocError(f"{library}: error: cannot load: {err}") from None
-        for symbol in symbols:
-            # MCJIT would bind a missing symbol to address 0: refuse instead.
-            if llvm.address_of_symbol(symbol) is None:
-                raise ByocError(f"error: no loaded shared object defines '{symbol}'")
-        self._object = obj
-        self._engine = llvm.create_mcjit_compiler(
-            llvm.parse_assembly(""), host_target_machine(jit=True)
-        )
-        try:
-            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-            self._engine.finalize_object()
-        except RuntimeError as err:
-            raise ByocError(f"error: cannot load the host code: {err}") from None
-
-    def function(self, name: str, c_signature: str) -> Any:
-        from byoc.runtime.jit import ffi
-
-        address = self._engine.get_function_address(name)
-        if not address:
-            raise ByocError(f"error: the host code has no function '{name}'")
-        return ffi.cast(c_signature, address)
-
-    def emit_object(self) -> bytes:
-        return self._object
+def load_weights(path: str | PathLike[str]) -> Weights | None:
+    """The weights of the saved model at `path`, mapped and checked."""
+    return _read(Path(path))[2]
 
 
 def load(path: str | PathLike[str]) -> CompiledModule:
     """Load a model written by `CompiledModule.save`, without a C compiler."""
     path = Path(path)
-    manifest, members = _read(path)
+    manifest, members, weights, symbol = _read(path)
     try:
         artifacts = []
         libraries: list[Path] = []
@@ -263,14 +326,22 @@ def load(path: str | PathLike[str]) -> CompiledModule:
             artifacts.append(artifact)
         symbols = [s for a in artifacts for s in a.symbols]
         host = LoadedHost(members["host.o"], libraries, symbols)
+        entry_name = str(manifest["entry"])
+        if weights is None and host.has_variable(entry_name.removesuffix("entry") + "weights"):
+            raise ByocError(
+                f"{path}: error: malformed manifest: the host code reads weights "
+                "the file does not describe"
+            )
         return CompiledModule(
             host,
-            str(manifest["entry"]),
+            entry_name,
             [_spec(s) for s in manifest["inputs"]],
             [_spec(s) for s in manifest["outputs"]],
             artifacts,
             members["partitioned.mlir"].decode(),
             {str(k): int(v) for k, v in manifest["placement"].items()},
+            weights=weights,
+            weights_symbol=symbol,
         )
     except ByocError:
         raise

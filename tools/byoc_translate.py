@@ -36,6 +36,13 @@ def parser() -> argparse.ArgumentParser:
         help="C name of the exported model: <name>_run in <name>.h (default model)",
     )
     p.add_argument(
+        "--weights",
+        choices=("embed", "file"),
+        default="embed",
+        help="with --emit-library: embed the weights in the library (default), or "
+        "write them beside it as <name>.weights, loaded by <name>_load_weights",
+    )
+    p.add_argument(
         "--annotate",
         default=DEFAULT_BACKEND,
         metavar="BACKENDS",
@@ -68,7 +75,9 @@ def emit_library(args: argparse.Namespace) -> None:
     from byoc.runtime.build import compile
 
     model = compile(args.file, targets=args.annotate)
-    library, header = export_library(model, args.output or f"lib{args.name}.so", args.name)
+    library, header = export_library(
+        model, args.output or f"lib{args.name}.so", args.name, args.weights
+    )
     print(f"wrote {library} and {header}")
 
 

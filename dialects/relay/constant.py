@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from io import StringIO
 
 import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
@@ -17,7 +20,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     TensorType,
 )
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 from xdsl.irdl import (
     irdl_op_definition,
     prop_def,
@@ -149,6 +152,11 @@ class ConstantOp(RelayOp):
         printer.print_op_attributes(self.attributes)
         printer.print_string(" ")
         value = self.value
+        limit = getattr(printer, "elide_larger_than", None)
+        if limit is not None and isinstance(value, DenseIntOrFPElementsAttr) and len(value) > limit:
+            printer.print_string(f"{ELIDED} : ")
+            printer.print_attribute(value.type)
+            return
         if isinstance(value, DenseIntOrFPElementsAttr) and len(value) > 100:
             # xDSL unpacks every element to Python floats before choosing the hex
             # form (about 1 s for 25 MB); print the same text straight from the bytes.
@@ -165,3 +173,39 @@ class ConstantOp(RelayOp):
         printer.print_attribute(value)
 
 
+
+
+# --- Printing without the weights ----------------------------------------------
+
+ELIDED = "dense_resource<__elided__>"
+"""How an elided constant prints, as in MLIR (`--mlir-elide-elementsattrs-if-larger`)."""
+
+ELIDE_LARGER_THAN = 1024
+"""Constants of more elements than this print elided in text meant for people."""
+
+
+@dataclass(eq=False, repr=False)
+class ElidingPrinter(Printer):
+    """A printer that shows constants of more than `elide_larger_than` elements
+    as `dense_resource<__elided__>`: their bytes never become text."""
+
+    elide_larger_than: int = ELIDE_LARGER_THAN
+
+
+def print_eliding_weights(op: Operation, limit: int = ELIDE_LARGER_THAN) -> str:
+    """`op` as text, constants of more than `limit` elements elided. The text
+    parses back, but an elided constant has no value to compute with."""
+    out = StringIO()
+    ElidingPrinter(stream=out, elide_larger_than=limit).print_op(op)
+    return out.getvalue()
+
+
+def elided_constants(op: Operation, limit: int = ELIDE_LARGER_THAN) -> Iterator[ConstantOp]:
+    """The constants `print_eliding_weights(op, limit)` elides, in printed order."""
+    for inner in op.walk():
+        if (
+            isinstance(inner, ConstantOp)
+            and isinstance(inner.value, DenseIntOrFPElementsAttr)
+            and len(inner.value) > limit
+        ):
+            yield inner
