@@ -740,6 +740,33 @@ class CastLowering(RewritePattern):
             rewriter.replace(op, EmitC_CastOp(source, t))
 
 
+class IntegerCastLowering(RewritePattern):
+    """Lowers `arith.extsi/extui/trunci` to C casts; an extension first reads the
+    source as signed (extsi) or unsigned (extui) of its width, whatever C type
+    holds it."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: arith.ExtSIOp | arith.ExtUIOp | arith.TruncIOp, rewriter: PatternRewriter
+    ):
+        source = op.operands[0]
+        source_type = convert_type(source.type, op)
+        target = convert_type(op.results[0].type, op)
+        ops: list[Operation] = []
+        if not isinstance(op, arith.TruncIOp) and isinstance(source_type, IntegerType):
+            width = source_type.width.data
+            wanted = (
+                _unsigned(source_type)
+                if isinstance(op, arith.ExtUIOp)
+                else IntegerType(width, Signedness.SIGNLESS)
+            )
+            if wanted != source_type:
+                ops.append(EmitC_CastOp(source, wanted))
+                source = ops[-1].results[0]
+        ops.append(EmitC_CastOp(source, target))
+        rewriter.replace(op, ops)
+
+
 # ---------------------------------------------------------------------------
 # math (and the arith ops that are library calls in C)
 # ---------------------------------------------------------------------------
@@ -856,6 +883,7 @@ def _lowering_patterns(
         CmpfLowering(),
         SelectLowering(),
         CastLowering(),
+        IntegerCastLowering(),
         MathLowering(),
         RsqrtLowering(),
     ]

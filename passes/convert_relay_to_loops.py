@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
     FunctionType,
+    IntegerType,
     MemRefType,
     ModuleOp,
     TensorType,
@@ -54,7 +55,7 @@ from byoc.passes.loop_nests import (
     shape_of,
     store,
 )
-from byoc.passes.lower_nn import NN_LOWERINGS
+from byoc.passes.lower_nn import NN_LOWERINGS, integer_max_min
 from byoc.passes.lower_shapes import SHAPE_LOWERINGS, GlobalConstants, lower_constant
 
 PASS_NAME = "convert-relay-to-loops"
@@ -93,6 +94,10 @@ def _clip(op: Operation) -> ScalarBuilder:
     low, high = float(attrs["a_min"]), float(attrs["a_max"])  # type: ignore[arg-type]
 
     def build(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+        if isinstance(typ, IntegerType):
+            low_int, high_int = relay.integer_clip_bounds(typ, low, high)
+            raised = integer_max_min(b, True, args[0], b.constant(low_int, typ))
+            return integer_max_min(b, False, raised, b.constant(high_int, typ))
         # maximumf/minimumf propagate NaN, as numpy's clip does.
         raised = b.scalar(arith.MaximumfOp, args[0], b.constant(low, typ))
         return b.scalar(arith.MinimumfOp, raised, b.constant(high, typ))

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, math, memref, scf
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, i1, i64
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType, Signedness, i1, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from byoc.dialects import relay
@@ -201,6 +201,34 @@ def entry_alloca(
     return buffer
 
 
+_SIGNED_GT, _SIGNED_LT = IntegerAttr(4, i64), IntegerAttr(2, i64)  # arith.cmpi
+_UNSIGNED_GT, _UNSIGNED_LT = IntegerAttr(8, i64), IntegerAttr(6, i64)
+
+
+def integer_max_min(b: BodyBuilder, is_max: bool, x: SSAValue, y: SSAValue) -> SSAValue:
+    """`max(x, y)` (or min) of integer scalars, signed or unsigned by their type,
+    as a compare and select (the loop-level IR has no integer max)."""
+    typ = x.type
+    unsigned = isinstance(typ, IntegerType) and typ.signedness.data == Signedness.UNSIGNED
+    if is_max:
+        predicate = _UNSIGNED_GT if unsigned else _SIGNED_GT
+    else:
+        predicate = _UNSIGNED_LT if unsigned else _SIGNED_LT
+    cond = b.scalar(arith.CmpiOp, x, y, result_type=i1, properties={"predicate": predicate})
+    return b.scalar(arith.SelectOp, cond, x, y, result_type=typ)
+
+
+def _integer_max(b: BodyBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
+    return integer_max_min(b, True, x, y)
+
+
+def lowest(typ: Attribute) -> float | int:
+    """The identity of max for element type `typ`: -inf, or the smallest integer."""
+    if isinstance(typ, IntegerType):
+        return relay.integer_range(typ)[0]
+    return -pymath.inf
+
+
 def release(b: BodyBuilder, buffer: SSAValue) -> None:
     """Free a buffer made by `scratch`."""
     if isinstance(buffer.owner, memref.AllocOp):
@@ -240,9 +268,8 @@ def lower_bias_add(
     shape = shape_of(out)
     axis = relay.normalize_axis(op.attrs()["axis"], len(shape), op.name)
     inner, ivs = nest(b, shape)
-    total = binary(
-        inner, arith.AddfOp, load(inner, data, ivs), load(inner, bias, [ivs[axis]])
-    )
+    add = arith.AddiOp if isinstance(element_type_of(out), IntegerType) else arith.AddfOp
+    total = binary(inner, add, load(inner, data, ivs), load(inner, bias, [ivs[axis]]))
     store(inner, total, out, ivs)
 
 
@@ -711,18 +738,25 @@ def lower_max_pool2d(
     operands: Sequence[SSAValue],
     results: Sequence[SSAValue],
 ) -> None:
-    """Lowers `relay.nn.max_pool2d` to planes started at -inf and maxed tap by tap."""
+    """Lowers `relay.nn.max_pool2d` to planes started at -inf (the smallest
+    integer) and maxed tap by tap."""
     assert isinstance(op, relay.MaxPool2dOp)
     (data,), (out,) = operands, results
     rows, cols = _windows(op, data, out, op.attrs()["pool_size"])
     n_batch, channels = shape_of(out)[:2]
-    low = b.constant(-pymath.inf, element_type_of(out))
+    typ = element_type_of(out)
+    low = b.constant(lowest(typ), typ)
     plane_b, plane = nest(b, (n_batch, channels), ["n", "c"])
     fill_b, (oy, ox) = nest(plane_b, (rows.outputs, cols.outputs), ["oy", "ox"])
     store(fill_b, low, out, [*plane, oy, ox])
+    integer = isinstance(typ, IntegerType)
 
     def tap(x_b: BodyBuilder, i: Index, j: Index, at: list[Index], src: list[Index]):
-        accumulate(x_b, arith.MaximumfOp, out, at, load(x_b, data, [*plane, *src]))
+        value = load(x_b, data, [*plane, *src])
+        if integer:
+            store(x_b, _integer_max(x_b, load(x_b, out, at), value), out, at)
+        else:
+            accumulate(x_b, arith.MaximumfOp, out, at, value)
 
     sweep_taps(plane_b, rows, cols, plane, tap)
 

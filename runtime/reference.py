@@ -21,16 +21,14 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from byoc.dialects import relay
 from byoc.dialects.extern import CallOp, RegionOp, YieldOp
+from byoc.dialects.relay.constant import numpy_dtype_of
 from byoc.frontend.diagnostics import ByocError
 
 Kernel = Callable[[Operation, list[np.ndarray]], np.ndarray]
 
-_NUMPY_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
-
-
 def numpy_dtype(element_type: Attribute) -> np.dtype:
-    """The numpy dtype of a builtin element type."""
-    dtype = _NUMPY_DTYPES.get(str(element_type))
+    """The numpy dtype of a builtin element type (floats, 8- to 64-bit integers)."""
+    dtype = numpy_dtype_of(element_type)
     if dtype is None:
         raise ByocError(f"error: element type {element_type} is not supported")
     return np.dtype(dtype)
@@ -65,6 +63,10 @@ def _erf(x: np.ndarray) -> np.ndarray:
 def _clip(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     attrs = _attrs(op)
     (x,) = args
+    element = op.results[0].type.element_type  # type: ignore[attr-defined]
+    if x.dtype.kind in "iu":
+        low, high = relay.integer_clip_bounds(element, attrs["a_min"], attrs["a_max"])
+        return np.clip(x, low, high).astype(x.dtype)
     low, high = x.dtype.type(attrs["a_min"]), x.dtype.type(attrs["a_max"])
     return np.minimum(np.maximum(x, low), high)
 
@@ -181,7 +183,8 @@ def _pad_hw(
 def _max_pool2d(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     (data,) = args
     attrs, pads, extra = _pool_geometry(op, data)
-    padded = _pad_hw(data, pads, extra, -np.inf)
+    lowest = np.iinfo(data.dtype).min if data.dtype.kind in "iu" else -np.inf
+    padded = _pad_hw(data, pads, extra, lowest)
     win = _windows(padded, attrs["pool_size"], attrs["strides"], attrs["dilation"])
     return win.max(axis=(-2, -1))
 

@@ -21,6 +21,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FunctionType,
+    IntegerType,
     ModuleOp,
     TensorType,
     f32,
@@ -764,8 +765,11 @@ def test_constant_round_trips_numpy(dtype, shape):
 def test_constant_builds_from_non_contiguous_and_integer_arrays():
     array = np.arange(12, dtype=F32).reshape(3, 4).T
     np.testing.assert_array_equal(relay.ConstantOp.from_numpy(array).to_numpy(), array)
-    ints = relay.ConstantOp.from_numpy(np.arange(3))
-    assert ints.result.type == TensorType(f32, [3])
+    ints = relay.ConstantOp.from_numpy(np.arange(3, dtype=np.int64))
+    assert ints.result.type == TensorType(IntegerType(64), [3])
+    np.testing.assert_array_equal(ints.to_numpy(), [0, 1, 2])
+    flags = relay.ConstantOp.from_numpy(np.array([True, False]))
+    assert flags.result.type == TensorType(f32, [2])
 
 
 def _print(module: Operation) -> str:

@@ -28,6 +28,8 @@ from byoc.dialects.relay.base import (
     float_attr,
     i64_array,
     i64_attr,
+    integer_range,
+    is_integer_element,
     normalize_axes,
     normalize_axis,
     normalize_padding,
@@ -92,6 +94,7 @@ from byoc.dialects.relay.tensor import (
     SqrtOp,
     SubtractOp,
     TanhOp,
+    integer_clip_bounds,
 )
 from byoc.dialects.relay.transform import (
     BatchFlattenOp,
@@ -256,6 +259,9 @@ __all__ = [
     "global_pool2d_output_shape",
     "i64_array",
     "i64_attr",
+    "integer_clip_bounds",
+    "integer_range",
+    "is_integer_element",
     "layer_norm_output_shape",
     "matmul_output_shape",
     "normalize_axes",

@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    Signedness,
     StringAttr,
     TensorType,
     f32,
@@ -135,8 +136,28 @@ def _window_outputs(
 # --- Types and attributes ----------------------------------------------------
 
 
-def tensor_of(value: SSAValue | Attribute, op_name: str, what: str) -> TensorType:
-    """The static-shape float tensor type of `value`, or a VerifyException."""
+INTEGER_WIDTHS = (8, 16, 32, 64)
+"""Widths of the integer element types a tensor may have (`iN` signed, `uiN` unsigned)."""
+
+
+def is_integer_element(element: Attribute) -> bool:
+    """Whether `element` is an integer element type relay tensors may have."""
+    return isinstance(element, IntegerType) and element.width.data in INTEGER_WIDTHS
+
+
+def integer_range(element: IntegerType) -> tuple[int, int]:
+    """The smallest and largest value of an integer element type (`iN` is signed)."""
+    width = element.width.data
+    if element.signedness.data == Signedness.UNSIGNED:
+        return 0, (1 << width) - 1
+    return -(1 << (width - 1)), (1 << (width - 1)) - 1
+
+
+def tensor_of(
+    value: SSAValue | Attribute, op_name: str, what: str, integers: bool = False
+) -> TensorType:
+    """The static-shape float tensor type of `value` (or integer, for ops whose
+    meaning does not depend on the element type: `integers`), or a VerifyException."""
     typ = value.type if isinstance(value, SSAValue) else value
     if not isinstance(typ, TensorType):
         raise VerifyException(f"'{op_name}': {what} must be a tensor, got {typ}")
@@ -144,12 +165,13 @@ def tensor_of(value: SSAValue | Attribute, op_name: str, what: str) -> TensorTyp
         raise VerifyException(
             f"'{op_name}': {what} must have a static shape, got {typ}"
         )
-    if not isinstance(typ.element_type, AnyFloat):
-        raise VerifyException(
-            f"'{op_name}': {what} must have a float element type, got "
-            f"{typ.element_type}"
-        )
-    return typ
+    element = typ.element_type
+    if isinstance(element, AnyFloat) or (integers and is_integer_element(element)):
+        return typ
+    kind = "a float or integer" if integers else "a float"
+    raise VerifyException(
+        f"'{op_name}': {what} must have {kind} element type, got {element}"
+    )
 
 
 def check_result(op: IRDLOperation, shape: Sequence[int], element: Attribute) -> None:
@@ -165,10 +187,11 @@ def check_result(op: IRDLOperation, shape: Sequence[int], element: Attribute) ->
 
 
 def _tensors(
-    op_name: str, named: Sequence[tuple[str, Attribute]]
+    op_name: str, named: Sequence[tuple[str, Attribute]], integers: bool = False
 ) -> list[TensorType]:
-    """The tensor types of `named` operands, which must share one element type."""
-    types = [tensor_of(typ, op_name, what) for what, typ in named]
+    """The tensor types of `named` operands, which must share one element type
+    (float, or also integer with `integers`)."""
+    types = [tensor_of(typ, op_name, what, integers) for what, typ in named]
     first_name, first = named[0][0], types[0]
     for (what, _), typ in zip(named[1:], types[1:]):
         if typ.element_type != first.element_type:

@@ -18,6 +18,8 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    IntegerType,
+    Signedness,
     TensorType,
 )
 from xdsl.ir import Attribute, Operation
@@ -35,7 +37,6 @@ from xdsl.utils.exceptions import VerifyException
 from byoc.dialects.relay.base import (
     RelayOp,
     _error,
-    tensor_of,
 )
 
 # --- Constants -------------------------------------------------------------------
@@ -50,10 +51,34 @@ _FLOAT_TYPES: dict[int, AnyFloat] = {
     4: Float32Type(),
     8: Float64Type(),
 }
+_INTEGER_WIDTHS = (8, 16, 32, 64)
+
+
+def numpy_dtype_of(typ: Attribute) -> np.dtype | None:
+    """The little-endian numpy dtype of a builtin element type: f16/f32/f64, and
+    the 8- to 64-bit integers (signless `iN` is signed, `uiN` unsigned), or None."""
+    dtype = _NUMPY_FLOATS.get(str(typ))
+    if dtype is not None:
+        return dtype
+    if isinstance(typ, IntegerType) and typ.width.data in _INTEGER_WIDTHS:
+        unsigned = typ.signedness.data == Signedness.UNSIGNED
+        return np.dtype(f"<{'u' if unsigned else 'i'}{typ.width.data // 8}")
+    return None
+
+
+def element_type_of(dtype: np.dtype) -> Attribute | None:
+    """The builtin element type of a numpy dtype (`int8` is `i8`, `uint8` is
+    `ui8`), or None when relay has none (bool, complex, ...)."""
+    if dtype.kind == "f" and dtype.itemsize in _FLOAT_TYPES:
+        return _FLOAT_TYPES[dtype.itemsize]
+    if dtype.kind in "iu" and dtype.itemsize * 8 in _INTEGER_WIDTHS:
+        signedness = Signedness.UNSIGNED if dtype.kind == "u" else Signedness.SIGNLESS
+        return IntegerType(dtype.itemsize * 8, signedness)
+    return None
 
 
 def _element_dtype(typ: Attribute, op_name: str = "relay.constant") -> np.dtype:
-    dtype = _NUMPY_FLOATS.get(str(typ))
+    dtype = numpy_dtype_of(typ)
     if dtype is None:
         raise _error(op_name, f"element type {typ} has no numpy equivalent")
     return dtype
@@ -93,12 +118,14 @@ class ConstantOp(RelayOp):
 
     @staticmethod
     def from_numpy(array: np.ndarray | float) -> ConstantOp:
-        """A constant holding `array` (float16/32/64; other dtypes become f32)."""
+        """A constant holding `array`, of its dtype when relay has it (float16/32/64,
+        8- to 64-bit integers); other dtypes (bool, Python floats) become f32."""
         array = np.asarray(array)
-        if array.dtype not in (np.float16, np.float32, np.float64):
+        typ = element_type_of(array.dtype)
+        if typ is None:
             array = array.astype(np.float32)
-        typ = _FLOAT_TYPES[array.dtype.itemsize]
-        data = np.ascontiguousarray(array, dtype=_NUMPY_FLOATS[str(typ)]).tobytes()
+            typ = _FLOAT_TYPES[4]
+        data = np.ascontiguousarray(array, dtype=_element_dtype(typ)).tobytes()
         attr = DenseIntOrFPElementsAttr(TensorType(typ, array.shape), BytesAttr(data))
         return ConstantOp(attr)
 
@@ -119,7 +146,15 @@ class ConstantOp(RelayOp):
         return array.reshape(shape)
 
     def verify_(self) -> None:
-        typ = tensor_of(self.value.type, self.name, "value")
+        typ = self.value.type
+        if not isinstance(typ, TensorType) or any(d < 0 for d in typ.get_shape()):
+            raise _error(self.name, f"value must be a static-shape tensor, got {typ}")
+        if numpy_dtype_of(typ.element_type) is None:
+            raise _error(
+                self.name,
+                f"value must have a float or 8- to 64-bit integer element type, got "
+                f"{typ.element_type}",
+            )
         if self.result.type != typ:
             raise _error(
                 self.name,
@@ -162,7 +197,7 @@ class ConstantOp(RelayOp):
             # form (about 1 s for 25 MB); print the same text straight from the bytes.
             data = value.data.data
             words = np.frombuffer(
-                data, dtype={2: np.uint16, 4: np.uint32, 8: np.uint64}[
+                data, dtype={1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[
                     value.get_element_type().compile_time_size
                 ]
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -266,7 +266,9 @@ def layer_norm_output_shape(
 @irdl_op_definition
 class BiasAddOp(InferredOp):
     """`data + bias` with the 1-d `bias` laid along `axis` of `data`
-    (default 1, the channels of NCHW; negative axes count from the end)."""
+    (default 1, the channels of NCHW; negative axes count from the end). Both
+    float, or both one integer type (an int32 accumulator plus its int32 bias;
+    integer sums wrap)."""
 
     name = "relay.nn.bias_add"
 
@@ -290,7 +292,11 @@ class BiasAddOp(InferredOp):
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
-        data, bias = _tensors(cls.name, [("data", operand_types[0]), ("bias", operand_types[1])])
+        data, bias = _tensors(
+            cls.name,
+            [("data", operand_types[0]), ("bias", operand_types[1])],
+            integers=True,
+        )
         shape = bias_add_output_shape(
             data.get_shape(), bias.get_shape(), attrs["axis"], cls.name
         )
@@ -517,6 +523,9 @@ class Conv2dOp(InferredOp):
 class Pool2dOp(InferredOp, abc.ABC):
     """A 2-d pool over the H, W dimensions of NCHW data."""
 
+    INTEGER_DATA: ClassVar[bool] = False
+    """Whether integer data is allowed (a maximum is, a mean would have to round)."""
+
     data = operand_def(TensorType)
     result = result_def(TensorType)
     pool_size = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)))
@@ -557,7 +566,9 @@ class Pool2dOp(InferredOp, abc.ABC):
     @classmethod
     def infer_type(cls, operand_types, attrs):
         _check_layout(cls.name, attrs, "layout", "NCHW")
-        (data,) = _tensors(cls.name, [("data", operand_types[0])])
+        (data,) = _tensors(
+            cls.name, [("data", operand_types[0])], integers=cls.INTEGER_DATA
+        )
         shape = pool2d_output_shape(
             data.get_shape(),
             attrs["pool_size"],
@@ -572,11 +583,14 @@ class Pool2dOp(InferredOp, abc.ABC):
 
 @irdl_op_definition
 class MaxPool2dOp(Pool2dOp):
-    """The maximum over each `pool_size` window of NCHW `data`; padding
-    counts as -inf. `ceil_mode` adds windows as Relay does
-    (`(H + pad - span + stride - 1) / stride + 1` outputs)."""
+    """The maximum over each `pool_size` window of NCHW `data` (float or
+    integer); padding counts as -inf (the type's smallest value for integers).
+    `ceil_mode` adds windows as Relay does (`(H + pad - span + stride - 1) /
+    stride + 1` outputs)."""
 
     name = "relay.nn.max_pool2d"
+
+    INTEGER_DATA: ClassVar[bool] = True
 
 
 @irdl_op_definition

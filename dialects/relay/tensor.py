@@ -4,9 +4,12 @@ broadcasting, unary math, clip."""
 from __future__ import annotations
 
 import abc
+import math
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     FloatAttr,
+    IntegerType,
     TensorType,
     f64,
 )
@@ -26,6 +29,7 @@ from byoc.dialects.relay.base import (
     _error,
     broadcast_shapes,
     check_result,
+    integer_range,
     tensor_of,
 )
 
@@ -70,6 +74,9 @@ class ElementwiseBinaryOp(RelayOp, abc.ABC):
 class ElementwiseUnaryOp(RelayOp, abc.ABC):
     """Elementwise unary op: the result has the operand's type."""
 
+    INTEGER_DATA: ClassVar[bool] = False
+    """Whether integer data is allowed (the op means the same on integers)."""
+
     data = operand_def(TensorType)
     result = result_def(TensorType)
 
@@ -83,7 +90,7 @@ class ElementwiseUnaryOp(RelayOp, abc.ABC):
         )
 
     def verify_(self) -> None:
-        typ = tensor_of(self.data, self.name, "data")
+        typ = tensor_of(self.data, self.name, "data", self.INTEGER_DATA)
         check_result(self, typ.get_shape(), typ.element_type)
 
 
@@ -207,12 +214,25 @@ class ErfOp(ElementwiseUnaryOp):
     name = "relay.erf"
 
 
+def integer_clip_bounds(element: IntegerType, low: float, high: float) -> tuple[int, int]:
+    """`relay.clip`'s float bounds on integer data of type `element`: rounded
+    inward to integers, within the type's range."""
+    smallest, largest = integer_range(element)
+    low_int = smallest if low <= smallest else min(math.ceil(low), largest)
+    high_int = largest if high >= largest else max(math.floor(high), smallest)
+    return int(low_int), int(high_int)
+
+
 @irdl_op_definition
 class ClipOp(ElementwiseUnaryOp):
     """Elementwise `min(max(data, a_min), a_max)`; `a_min`, `a_max` are float
-    attributes (any float type) with `a_min <= a_max`."""
+    attributes (any float type) with `a_min <= a_max`. On integer data the
+    bounds are rounded inward to integers of the data's range (what a
+    quantized relu or clip does)."""
 
     name = "relay.clip"
+
+    INTEGER_DATA: ClassVar[bool] = True
 
     a_min = prop_def(FloatAttr)
     a_max = prop_def(FloatAttr)

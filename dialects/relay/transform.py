@@ -244,7 +244,7 @@ class ReshapeOp(InferredOp):
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
-        (data,) = _tensors(cls.name, [("data", operand_types[0])])
+        (data,) = _tensors(cls.name, [("data", operand_types[0])], integers=True)
         shape = reshape_output_shape(data.get_shape(), attrs["newshape"], cls.name)
         return TensorType(data.element_type, shape)
 
@@ -272,7 +272,7 @@ class TransposeOp(InferredOp):
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
-        (data,) = _tensors(cls.name, [("data", operand_types[0])])
+        (data,) = _tensors(cls.name, [("data", operand_types[0])], integers=True)
         shape = transpose_output_shape(data.get_shape(), attrs["axes"], cls.name)
         return TensorType(data.element_type, shape)
 
@@ -303,7 +303,9 @@ class ConcatenateOp(InferredOp):
         if not operand_types:
             raise _error(cls.name, "needs at least one input")
         types = _tensors(
-            cls.name, [(f"input {i}", t) for i, t in enumerate(operand_types)]
+            cls.name,
+            [(f"input {i}", t) for i, t in enumerate(operand_types)],
+            integers=True,
         )
         shape = concatenate_output_shape(
             [t.get_shape() for t in types], attrs["axis"], cls.name
@@ -327,7 +329,7 @@ class BatchFlattenOp(InferredOp):
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
-        (data,) = _tensors(cls.name, [("data", operand_types[0])])
+        (data,) = _tensors(cls.name, [("data", operand_types[0])], integers=True)
         return TensorType(
             data.element_type, batch_flatten_output_shape(data.get_shape(), cls.name)
         )
@@ -356,7 +358,7 @@ class SqueezeOp(InferredOp):
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
-        (data,) = _tensors(cls.name, [("data", operand_types[0])])
+        (data,) = _tensors(cls.name, [("data", operand_types[0])], integers=True)
         shape = squeeze_output_shape(data.get_shape(), attrs["axis"], cls.name)
         return TensorType(data.element_type, shape)
 
@@ -390,7 +392,7 @@ class ExpandDimsOp(InferredOp):
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
-        (data,) = _tensors(cls.name, [("data", operand_types[0])])
+        (data,) = _tensors(cls.name, [("data", operand_types[0])], integers=True)
         shape = expand_dims_output_shape(
             data.get_shape(), attrs["axis"], attrs["num_newaxis"], cls.name
         )
