@@ -56,6 +56,7 @@ from byoc.passes.loop_nests import (
     store,
 )
 from byoc.passes.lower_nn import NN_LOWERINGS, integer_max_min
+from byoc.passes.lower_qnn import QNN_LOWERINGS
 from byoc.passes.lower_shapes import SHAPE_LOWERINGS, GlobalConstants, lower_constant
 
 PASS_NAME = "convert-relay-to-loops"
@@ -276,6 +277,7 @@ LOWERINGS: dict[type[Operation], OpLowering] = {
     **{op_type: lower_elementwise for op_type in SCALAR_BUILDERS_OF_OP},
     **SHAPE_LOWERINGS,
     **NN_LOWERINGS,
+    **QNN_LOWERINGS,
     extern.CallOp: lower_call,
     func.CallOp: lower_call,
 }

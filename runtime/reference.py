@@ -23,6 +23,7 @@ from byoc.dialects import relay
 from byoc.dialects.extern import CallOp, RegionOp, YieldOp
 from byoc.dialects.relay.constant import numpy_dtype_of
 from byoc.frontend.diagnostics import ByocError
+from byoc.runtime.reference_qnn import QNN_REFERENCE
 
 Kernel = Callable[[Operation, list[np.ndarray]], np.ndarray]
 
@@ -391,6 +392,7 @@ REFERENCE: dict[str, Kernel] = {
     relay.MeanOp.name: _reduction(np.mean, wide=True),
     relay.MaxOp.name: _reduction(_max, wide=False),
     relay.ConstantOp.name: _constant,
+    **QNN_REFERENCE,
 }
 """numpy meaning of each relay op, by op name."""
 

@@ -1,6 +1,7 @@
 """The relay dialect: static-shape tensor operators named and ordered as in TVM Relay.
 
-Every op works on ranked, statically shaped float `tensor<...>` values. Op and
+Every op works on ranked, statically shaped float `tensor<...>` values (the
+quantized ops of `qnn` on i8/ui8/i32 ones too). Op and
 attribute names, operand order and attribute defaults follow TVM Relay;
 attributes are properties (printed in the attr-dict of the custom form, as
 `<{...}>` in the generic form). Verifiers infer the result type with the plain
@@ -9,7 +10,8 @@ and reject anything else with a message naming the op and the operand or
 attribute.
 
 The ops live in one module per family, as TVM splits `relay/op`: `tensor`
-(elementwise), `nn`, `transform` (data movement), `reduce`, `constant`;
+(elementwise), `nn`, `transform` (data movement), `reduce`, `constant`,
+`qnn` (quantized: int8/uint8/int32 tensors, `relay.qnn.*`);
 `base` holds what they share. Everything is re-exported here, so
 `from byoc.dialects import relay; relay.AddOp` is the way to name an op.
 """
@@ -64,6 +66,19 @@ from byoc.dialects.relay.nn import (
     layer_norm_output_shape,
     matmul_output_shape,
     pool2d_output_shape,
+)
+from byoc.dialects.relay.qnn import (
+    QNN_OPS,
+    DequantizeOp,
+    QnnAddOp,
+    QnnBatchMatmulOp,
+    QnnConv2dOp,
+    QnnDenseOp,
+    QnnGlobalAvgPool2dOp,
+    QnnMulOp,
+    QnnOp,
+    QuantizeOp,
+    RequantizeOp,
 )
 from byoc.dialects.relay.reduce import (
     MaxOp,
@@ -177,6 +192,7 @@ RELAY_OPS: tuple[type[RelayOp], ...] = (
     *NORMALIZATION_OPS,
     *SHAPE_OPS,
     *REDUCTION_OPS,
+    *QNN_OPS,
     ConstantOp,
 )
 """Every relay op."""
@@ -198,6 +214,7 @@ __all__ = [
     "ConstantOp",
     "Conv2dOp",
     "DenseOp",
+    "DequantizeOp",
     "DivideOp",
     "ELEMENTWISE_OPS",
     "ElementwiseBinaryOp",
@@ -224,12 +241,22 @@ __all__ = [
     "POOL_OPS",
     "Pool2dOp",
     "PowerOp",
+    "QNN_OPS",
+    "QnnAddOp",
+    "QnnBatchMatmulOp",
+    "QnnConv2dOp",
+    "QnnDenseOp",
+    "QnnGlobalAvgPool2dOp",
+    "QnnMulOp",
+    "QnnOp",
+    "QuantizeOp",
     "REDUCTION_OPS",
     "RELAY_OPS",
     "ReduceOp",
     "Relay",
     "RelayOp",
     "ReluOp",
+    "RequantizeOp",
     "ReshapeOp",
     "RsqrtOp",
     "SHAPE_OPS",
