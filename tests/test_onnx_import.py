@@ -590,6 +590,83 @@ case(
     {"x": random((6,)), "w": random((2, 6, 3), 1)},
 )
 
+# Quantized: QuantizeLinear/DequantizeLinear around the operator forms (the
+# QDQ units themselves are in test_qnn.py)
+U8, I8, I32 = np.uint8, np.int8, np.int32
+XQ = {"x": random((1, 4, 7, 7)) * np.float32(2)}
+case(
+    "quantize-dequantize-uint8",
+    [N("QuantizeLinear", ["x", "s", "z"], ["q"]), N("DequantizeLinear", ["q", "s", "z"], ["y"])],
+    {"x": np.concatenate([random((2, 6)), np.arange(-4, 4, 0.5, np.float32).reshape(2, 8) * 0.1], 1)},
+    initializers={"s": np.float32(0.1), "z": U8(128)},
+)
+case(
+    "quantize-dequantize-int8-per-channel",
+    [
+        N("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1),
+        N("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1),
+    ],
+    XQ,
+    initializers={"s": np.array([0.01, 0.02, 0.05, 0.1], np.float32), "z": np.array([0, -3, 5, 127], I8)},
+)
+_W = np.random.default_rng(3).integers(-127, 128, (6, 4, 3, 3)).astype(I8)
+case(
+    "qlinearconv",
+    [
+        N("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+        N("QLinearConv", ["q", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["c"], pads=[1, 1, 1, 1], strides=[2, 1]),
+        N("DequantizeLinear", ["c", "ys", "yz"], ["y"]),
+    ],
+    XQ,
+    initializers={
+        "xs": np.float32(0.02), "xz": U8(100), "w": _W,
+        "ws": np.linspace(0.001, 0.004, 6).astype(np.float32), "wz": np.zeros(6, I8),
+        "ys": np.float32(0.05), "yz": U8(30), "b": np.arange(-300, 300, 100).astype(I32),
+    },
+)
+case(
+    "qlinearmatmul",
+    [
+        N("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+        N("QLinearMatMul", ["q", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["m"]),
+        N("DequantizeLinear", ["m", "ys", "yz"], ["y"]),
+    ],
+    {"x": random((3, 6))},
+    initializers={
+        "xs": np.float32(0.02), "xz": I8(-4),
+        "w": np.random.default_rng(4).integers(-128, 128, (6, 5)).astype(I8),
+        "ws": np.float32(0.01), "wz": I8(3), "ys": np.float32(0.03), "yz": I8(-10),
+    },
+)
+case(
+    "convinteger",
+    [
+        N("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+        N("ConvInteger", ["q", "w", "xz"], ["c"], group=2),
+        N("DequantizeLinear", ["c", "cs"], ["y"]),
+    ],
+    XQ,
+    initializers={
+        "xs": np.float32(0.02), "xz": U8(7),
+        "w": np.random.default_rng(5).integers(0, 256, (4, 2, 2, 2)).astype(U8),
+        "cs": np.float32(1e-4),
+    },
+)
+case(
+    "matmulinteger",
+    [
+        N("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+        N("MatMulInteger", ["q", "w", "xz", "wz"], ["m"]),
+        N("DequantizeLinear", ["m", "ms"], ["y"]),
+    ],
+    {"x": random((2, 3, 6))},
+    initializers={
+        "xs": np.float32(0.02), "xz": U8(128),
+        "w": np.random.default_rng(6).integers(-128, 128, (6, 4)).astype(I8),
+        "wz": np.array([1, -2, 0, 5], I8), "ms": np.float32(1e-3),
+    },
+)
+
 IDS = [c.id for c in CASES]
 
 

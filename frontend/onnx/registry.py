@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from byoc.frontend.onnx import elementwise, nn, reduce, shape
+from byoc.frontend.onnx import elementwise, nn, quantized, reduce, shape
 from byoc.frontend.onnx.graph import Converter
 
 
@@ -20,7 +20,11 @@ def _merge(*tables: Mapping[str, Converter]) -> dict[str, Converter]:
 
 
 CONVERTERS: dict[str, Converter] = _merge(
-    elementwise.CONVERTERS, nn.CONVERTERS, reduce.CONVERTERS, shape.CONVERTERS
+    elementwise.CONVERTERS,
+    nn.CONVERTERS,
+    reduce.CONVERTERS,
+    shape.CONVERTERS,
+    quantized.CONVERTERS,
 )
 """ONNX op type (default domain) -> its converter."""
 
