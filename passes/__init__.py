@@ -29,6 +29,12 @@ def _outline_regions() -> type[ModulePass]:
     return OutlineRegionsPass
 
 
+def _fake_quantization_to_integer() -> type[ModulePass]:
+    from byoc.passes.fake_quantization_to_integer import FakeQuantizationToIntegerPass
+
+    return FakeQuantizationToIntegerPass
+
+
 def _relay_to_loops() -> type[ModulePass]:
     from byoc.passes.convert_relay_to_loops import ConvertRelayToLoopsPass
 
@@ -60,6 +66,7 @@ def _weights_to_blob() -> type[ModulePass]:
 
 
 BYOC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "byoc-fake-quantization-to-integer": _fake_quantization_to_integer,
     "byoc-annotate": _annotate,
     "byoc-merge-regions": _merge_regions,
     "byoc-outline-regions": _outline_regions,

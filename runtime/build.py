@@ -21,6 +21,7 @@ from byoc.frontend.diagnostics import ByocError
 from byoc.frontend.parse import location_of, names_file, parse_file, parse_text, verify_module
 from byoc.passes.annotate import annotate, is_graph_op
 from byoc.passes.dead_code import remove_dead_ops
+from byoc.passes.fake_quantization_to_integer import fake_quantization_to_integer
 from byoc.passes.partition import partition
 from byoc.runtime.compiled import CompiledModule, TensorSpec
 from byoc.runtime.reference import numpy_dtype
@@ -159,8 +160,12 @@ def run_codegen(backend: Backend, functions: ModuleOp) -> Artifact:
 
 
 def partition_for(module: ModuleOp, backends: Sequence[Backend]) -> None:
-    """Annotate, merge and outline `module` in place for `backends`."""
+    """Quantize QDQ units, then annotate, merge and outline `module` in place
+    for `backends`."""
     check_outlined_for(module, backends)
+    # Before anything else rewrites the graph: the units are DQ -> op -> Q as
+    # the importer (or the user) wrote them.
+    fake_quantization_to_integer(module)
     remove_dead_ops(module)
     annotate(module, backends)  # also drops marks for backends not asked for
     if backends:

@@ -2,7 +2,9 @@
 
 For each backend: its outlined functions and their ops. For each op left on
 the host: why it stayed there (every backend's reason for declining it, or
-that its region was pruned as too small).
+that its region was pruned as too small). For a quantized model: how many
+quantized ops there are, and each float op of a QDQ group that stayed in float
+(`byoc-fake-quantization-to-integer` could not turn it into integer ops) with why.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from byoc.backends import Backend, parse_targets
 from byoc.dialects.extern import COMPILER_ATTR, COMPOSITE_ATTR
 from byoc.frontend.parse import location_of
 from byoc.passes.annotate import host_functions, is_graph_op
+from byoc.passes.fake_quantization_to_integer import FLOAT_UNIT_ATTR
 
 
 def host_reason(op: Operation, backends: Sequence[Backend]) -> str:
@@ -66,7 +69,33 @@ def partition_report(module: ModuleOp, backends: Sequence[Backend]) -> str:
     lines.append(f"host: {len(host_ops)} op(s)")
     for o in host_ops:
         lines.append(f"  {o.name}  {_where(o)}  {host_reason(o, backends)}")
+    lines.extend(_quantization_lines(module))
     return "\n".join(lines) + "\n"
+
+
+def _quantization_lines(module: ModuleOp) -> list[str]:
+    """The quantized ops, and the float ops of QDQ groups kept in float (why)."""
+    quantized = 0
+    kept: list[Operation] = []
+    for function in module.ops:
+        if not isinstance(function, func.FuncOp) or not function.body.blocks:
+            continue
+        for o in function.body.block.ops:
+            if o.name.startswith("relay.qnn."):
+                quantized += 1
+            elif FLOAT_UNIT_ATTR in o.attributes:
+                kept.append(o)
+    if not quantized and not kept:
+        return []
+    lines = [
+        f"quantized: {quantized} quantized op(s); {len(kept)} float op(s) of QDQ "
+        "groups kept in float (correct, slower)"
+    ]
+    for o in kept:
+        why = o.attributes[FLOAT_UNIT_ATTR]
+        reason = why.data if isinstance(why, StringAttr) else str(why)
+        lines.append(f"  {o.name}  {_where(o)}  kept in float: {reason}")
+    return lines
 
 
 @dataclass(frozen=True)

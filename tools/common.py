@@ -52,6 +52,8 @@ def graph_passes(args: argparse.Namespace) -> list[str]:
     """The pass pipeline the partitioning flags ask for."""
     passes: list[str] = []
     if args.annotate is not None:
+        # As byoc.compile: QDQ units become quantized ops before annotation.
+        passes.append("byoc-fake-quantization-to-integer")
         strict = " no-fallback=true" if args.no_fallback else ""
         passes.append(f"byoc-annotate{{targets={args.annotate}{strict}}}")
     size = f"{{min-region-size={args.min_region_size}}}"
