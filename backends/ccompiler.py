@@ -8,6 +8,9 @@ transcendental functions (tanh, exp, erf, ...) and the ops built on them
 (softmax, the norms) stay on the host. The C exit itself handles them all
 (tests/test_lower_nn.py compiles every op through it).
 
+Quantized conv2d and dense run on int8 kernels with their bias, requantize
+and fused relu in the same pass (backends/ccompiler_int8.py).
+
 Loops worth it run across cores: `byoc-mark-parallel-loops` marks the
 outermost independent loops with enough work and they are printed with
 `#pragma omp parallel for` (threads: `$OMP_NUM_THREADS`; `$BYOC_OPENMP=0`
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
+from byoc.backends.ccompiler_int8 import outline_int8_kernels
 from byoc.backends.spec import Artifact, Backend, Composite, always
 from byoc.dialects import make_context, relay
 from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_shared, openmp_flags
@@ -66,6 +70,7 @@ def emitc_module(functions: ModuleOp) -> ModuleOp:
 
     ctx = make_context()
     module = functions.clone()
+    outline_int8_kernels(module)
     ConvertRelayToLoopsPass().apply(ctx, module)
     if openmp_flags():
         MarkParallelLoopsPass().apply(ctx, module)

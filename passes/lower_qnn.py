@@ -107,11 +107,16 @@ def select_int(b: BodyBuilder, predicate: str, x: SSAValue, bound: SSAValue) -> 
 
 
 def saturate_round(
-    b: BodyBuilder, value: SSAValue, zero_point: SSAValue, element: Attribute
+    b: BodyBuilder,
+    value: SSAValue,
+    zero_point: SSAValue,
+    element: Attribute,
+    bounds: tuple[int, int] | None = None,
 ) -> SSAValue:
     """`clamp(round_half_even(value) + zero_point)` as `element` (i8, ui8, i32):
-    `value` f32, `zero_point` i32."""
-    low, high = type_range(element)
+    `value` f32, `zero_point` i32; clamped to `bounds` (within the type) when
+    given, as a following clip would."""
+    low, high = type_range(element) if bounds is None else bounds
     zp_f = to_f32(b, zero_point)
     low_f = binary(b, arith.SubfOp, b.constant(float(low), f32), zp_f)
     high_f = binary(b, arith.SubfOp, b.constant(float(high), f32), zp_f)

@@ -158,7 +158,8 @@ def test_global_average_pool_matches_onnxruntime():
 KERNELS = """
 func.func @main(%x: tensor<1x4x6x6xf32>, %v: tensor<3x16xf32>, %t: tensor<2x4x8xf32>, %f: tensor<2x4x8xf32>)
     -> (tensor<1x4x6x6xui8>, tensor<1x6x3x4xi8>, tensor<3x5xi32>, tensor<2x4x4xui8>, tensor<2x4x8xi8>,
-        tensor<2x4x8xi8>, tensor<1x4x1x1xui8>, tensor<1x4x3x3xui8>, tensor<3x16xi32>, tensor<2x4x8xf32>) {
+        tensor<2x4x8xi8>, tensor<1x4x1x1xui8>, tensor<1x4x3x3xui8>, tensor<3x16xi32>, tensor<2x4x8xf32>,
+        tensor<1x5x7x3xui8>, tensor<3x7xi8>, tensor<1x5x5x4xi32>) {
   %one = relay.constant dense<1.0> : tensor<f32>
   %cz0 = relay.constant dense<200> : tensor<i32>
   %zero = relay.constant dense<0> : tensor<i32>
@@ -191,7 +192,22 @@ func.func @main(%x: tensor<1x4x6x6xf32>, %v: tensor<3x16xf32>, %t: tensor<2x4x8x
   %mp = relay.nn.max_pool2d %qx {pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x4x6x6xui8>) -> tensor<1x4x3x3xui8>
   %wide = relay.qnn.requantize %qv, %one, %zero, %xs, %oz {out_dtype = "int32"} : (tensor<3x16xi8>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>) -> tensor<3x16xi32>
   %dq = relay.qnn.dequantize %qf, %os, %oz : (tensor<2x4x8xi8>, tensor<f32>, tensor<i32>) -> tensor<2x4x8xf32>
-  func.return %qx, %cc, %dense, %bmr, %add, %mul, %gap, %mp, %wide, %dq : tensor<1x4x6x6xui8>, tensor<1x6x3x4xi8>, tensor<3x5xi32>, tensor<2x4x4xui8>, tensor<2x4x8xi8>, tensor<2x4x8xi8>, tensor<1x4x1x1xui8>, tensor<1x4x3x3xui8>, tensor<3x16xi32>, tensor<2x4x8xf32>
+  %sx = relay.qnn.quantize %x, %os, %oz : (tensor<1x4x6x6xf32>, tensor<f32>, tensor<i32>) -> tensor<1x4x6x6xi8>
+  %w1 = relay.constant dense<[[[[1, -2, 3], [4, 5, -6]], [[-9, 8, 7], [6, -5, 4]], [[127, 0, 1], [0, 1, 0]], [[2, 2, 2], [-2, -2, -2]]], [[[5, 5, 5], [5, 5, 5]], [[-7, 7, -7], [7, -7, 7]], [[1, 2, 3], [4, 5, 6]], [[10, 11, 12], [13, 14, 15]]], [[[-1, -1, -1], [-1, 100, -1]], [[0, 0, 0], [0, 1, 0]], [[3, 1, 4], [1, 5, 9]], [[3, 5, 8], [9, 7, 9]]], [[[-128, 0, 0], [0, 0, 127]], [[1, 1, 1], [1, 1, 1]], [[-3, -3, -3], [3, 3, 3]], [[9, 8, 7], [6, 5, 4]]], [[[2, 0, -2], [0, 2, 0]], [[1, 0, 0], [0, 0, 1]], [[4, 4, 4], [4, 4, 4]], [[-1, 2, -3], [4, -5, 6]]]]> : tensor<5x4x2x3xi8>
+  %w1z = relay.constant dense<[0, 2, 0, -1, 3]> : tensor<5xi32>
+  %w1s = relay.constant dense<[0.01, 0.02, 0.03, 0.04, 0.05]> : tensor<5xf32>
+  %c1 = relay.qnn.conv2d %sx, %w1, %oz, %w1z, %os, %w1s {strides = array<i64: 1, 2>, padding = array<i64: 2, 0, 1, 1>, dilation = array<i64: 2, 1>} : (tensor<1x4x6x6xi8>, tensor<5x4x2x3xi8>, tensor<i32>, tensor<5xi32>, tensor<f32>, tensor<5xf32>) -> tensor<1x5x7x3xi32>
+  %b1 = relay.constant dense<[7, -70, 700, -7000, 0]> : tensor<5xi32>
+  %c1b = relay.nn.bias_add %c1, %b1 : (tensor<1x5x7x3xi32>, tensor<5xi32>) -> tensor<1x5x7x3xi32>
+  %c1r = relay.qnn.requantize %c1b, %w1s, %zero, %os, %xz {axis = 1 : i64, out_dtype = "uint8"} : (tensor<1x5x7x3xi32>, tensor<5xf32>, tensor<i32>, tensor<f32>, tensor<i32>) -> tensor<1x5x7x3xui8>
+  %c1c = relay.clip %c1r {a_min = 12.0 : f64, a_max = 200.0 : f64} : (tensor<1x5x7x3xui8>) -> tensor<1x5x7x3xui8>
+  %c2 = relay.qnn.conv2d %sx, %w1, %oz, %w1z, %os, %w1s {dilation = array<i64: 1, 2>, padding = array<i64: 0, 1>} : (tensor<1x4x6x6xi8>, tensor<5x4x2x3xi8>, tensor<i32>, tensor<5xi32>, tensor<f32>, tensor<5xf32>) -> tensor<1x5x5x4xi32>
+  %dv = relay.constant dense<3> : tensor<7x16xi8>
+  %dvz = relay.constant dense<[0, 1, 2, 3, 4, 5, -6]> : tensor<7xi32>
+  %d2 = relay.qnn.dense %qv, %dv, %oz, %dvz, %os, %xs : (tensor<3x16xi8>, tensor<7x16xi8>, tensor<i32>, tensor<7xi32>, tensor<f32>, tensor<f32>) -> tensor<3x7xi32>
+  %d2r = relay.qnn.requantize %d2, %os, %xz, %xs, %oz : (tensor<3x7xi32>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>) -> tensor<3x7xi8>
+  %d2c = relay.clip %d2r {a_min = -100.0 : f64, a_max = 90.5 : f64} : (tensor<3x7xi8>) -> tensor<3x7xi8>
+  func.return %qx, %cc, %dense, %bmr, %add, %mul, %gap, %mp, %wide, %dq, %c1c, %d2c, %c2 : tensor<1x4x6x6xui8>, tensor<1x6x3x4xi8>, tensor<3x5xi32>, tensor<2x4x4xui8>, tensor<2x4x8xi8>, tensor<2x4x8xi8>, tensor<1x4x1x1xui8>, tensor<1x4x3x3xui8>, tensor<3x16xi32>, tensor<2x4x8xf32>, tensor<1x5x7x3xui8>, tensor<3x7xi8>, tensor<1x5x5x4xi32>
 }
 """
 """Every quantized op, per-channel parameters, odd geometry, saturation and
@@ -252,6 +268,8 @@ def test_every_quantized_op_lowers_exactly(kernels_module, targets):
         np.testing.assert_array_equal(g, w, err_msg=f"output {i}")
     if targets:
         assert "relay.qnn.conv2d" in model.partitioned_ir
+        # The int8 kernels took the one-group conv2d and the dense chains.
+        assert model.c_source.count("_int8_") >= 9
 
 
 # --- QDQ models from onnxruntime.quantization -------------------------------------------

@@ -1,0 +1,660 @@
+"""ccompiler's int8 kernels: `relay.qnn.dense` and `relay.qnn.conv2d` with what
+follows them in a quantized model (the int32 bias, the requantize, a clip that
+is a fused relu) computed in one pass, the int32 accumulators never stored.
+
+Before ccompiler lowers its functions, each such chain is replaced by a call
+of a kernel function written here in the loop-level IR, which the C exit
+prints like any other function, so no C text is pasted. The kernels are shaped
+for the C compiler's vectoriser:
+
+- the products are dot products along k of unsigned 8-bit data and signed
+  8-bit weights, `acc += (int32)(uint8)x[k] * (int32)(int8)w[k]`, which GCC
+  turns into `vpdpbusd` where the CPU has AVX-512 VNNI or AVX-VNNI (or
+  `vpmaddwd` otherwise). Signed data are made unsigned by flipping the sign
+  bit (`x ^ 0x80 = x + 128`) while they are copied, with the zero point moved
+  by 128;
+- 4 rows times 4 output channels are computed together (16 accumulators in
+  registers: each data and weight vector is loaded once for 4 products);
+- zero points are corrections outside the k loop:
+  `sum (x - zx)(w - zw) = sum x w - zx sum w - zw sum x + K zx zw`, with the
+  weight sums computed once per call and the data sums only when some weight
+  zero point is not a constant zero;
+- the epilogue adds the bias and the corrections, multiplies by
+  `input_scale / output_scale`, clamps to the output type and to the clip's
+  bounds, rounds half to even (the 1.5 * 2^23 constant) and adds the zero
+  point, exactly as `relay.qnn.requantize` (lower_qnn.py) does.
+
+conv2d (one group, NCHW) copies each image's input windows into a `[pixels,
+C * KH * KW]` buffer (padding holds the input zero point) and runs the same
+kernel on it. The block loop over rows runs across cores (OpenMP) when there is
+enough work. Other quantized ops, and chains that do not fit (grouped
+convolutions, unsigned weights), use the generic lowering.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import (
+    FunctionType,
+    MemRefType,
+    ModuleOp,
+    SymbolRefAttr,
+    TensorType,
+    UnitAttr,
+    f32,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from byoc.dialects import relay
+from byoc.dialects.extern import COMPILER_ATTR
+from byoc.dialects.relay.qnn import INT8, UINT8, constant_value, type_range
+from byoc.passes.loop_nests import I32, BodyBuilder, ConstantPool, alloc, dealloc, shape_of
+from byoc.passes.lower_nn import (
+    Index,
+    Window,
+    _windows,
+    for_range,
+    index_add,
+    index_mul,
+    load,
+    nest,
+    store,
+)
+from byoc.passes.lower_qnn import parameter, saturate_round, to_f32
+from byoc.passes.parallel_loops import PARALLEL_ATTR
+
+ROWS, UNITS = 4, 4
+"""The register block: rows of data times output channels computed together."""
+
+MIN_DEPTH = 16
+"""Dot products shorter than this stay with the generic lowering (a depthwise
+3x3 convolution has 9)."""
+
+VECTOR_BYTES = 64
+"""The widest vector (AVX-512): conv2d's dot products are padded (data: the
+zero point, weight: 0, which adds nothing) to a multiple of it, or of 16 or
+32 when shorter, so GCC runs each as whole vectors; a remainder is a scalar
+loop that costs more than the vectors (144 products: 2 vectors and 16 scalar
+steps; padded to 192, 3 vectors, 2.5x faster)."""
+
+
+def padded_depth(depth: int) -> int:
+    """`depth` rounded up to whole vectors (16, 32 or 64 bytes)."""
+    for width in (16, 32):
+        if depth <= width:
+            return width
+    return -(-depth // VECTOR_BYTES) * VECTOR_BYTES
+
+PARALLEL_MIN_WORK = 1 << 18
+"""Multiply-adds above which the row blocks are split across cores."""
+
+
+# --- Which chains ------------------------------------------------------------------------
+
+
+@dataclass
+class Chain:
+    """A quantized product and the ops fused into its kernel, in order."""
+
+    root: relay.QnnConv2dOp | relay.QnnDenseOp
+    bias: relay.BiasAddOp | None
+    requantize: relay.RequantizeOp | None
+    clip: relay.ClipOp | None
+
+    @property
+    def ops(self) -> list[Operation]:
+        return [o for o in (self.root, self.bias, self.requantize, self.clip) if o is not None]
+
+    @property
+    def result(self) -> SSAValue:
+        return self.ops[-1].results[0]
+
+
+def _element(value: SSAValue) -> Attribute:
+    typ = value.type
+    assert isinstance(typ, TensorType)
+    return typ.element_type
+
+
+def _only_user(value: SSAValue) -> Operation | None:
+    return value.get_user_of_unique_use()
+
+
+def _channel_axis(op: Operation, rank: int) -> int:
+    return relay.normalize_axis(op.attrs()["axis"], rank, op.name)  # type: ignore[attr-defined]
+
+
+def match_chain(op: Operation) -> Chain | None:
+    """The chain rooted at `op`, if a kernel here computes it."""
+    if isinstance(op, relay.QnnConv2dOp):
+        weight = op.kernel
+        kh, kw = _shape(weight)[2:]
+        if op.attrs()["groups"] != 1 or _shape(weight)[1] * kh * kw < MIN_DEPTH:
+            return None
+    elif isinstance(op, relay.QnnDenseOp):
+        weight = op.weight
+        if _shape(weight)[1] < MIN_DEPTH or len(_shape(op.data)) < 2:
+            return None
+    else:
+        return None
+    if _element(weight) != INT8:
+        return None
+    rank = len(_shape(op.results[0]))
+    channel = 1 if isinstance(op, relay.QnnConv2dOp) else rank - 1
+    chain = Chain(op, None, None, None)
+    value = op.results[0]
+    user = _only_user(value)
+    if isinstance(user, relay.BiasAddOp) and user.data == value:
+        if _channel_axis(user, rank) != channel:
+            return chain
+        chain.bias, value, user = user, user.result, _only_user(user.result)
+    if isinstance(user, relay.RequantizeOp) and _element(user.result) in (INT8, UINT8):
+        per_channel = any(pymath.prod(_shape(v)) > 1 for v in user.operands[1:])
+        if per_channel and _channel_axis(user, rank) != channel:
+            return chain
+        chain.requantize, value, user = user, user.result, _only_user(user.result)
+        if isinstance(user, relay.ClipOp):
+            chain.clip = user
+    return chain
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    typ = value.type
+    assert isinstance(typ, TensorType | MemRefType)
+    return tuple(typ.get_shape())
+
+
+# --- Outlining ---------------------------------------------------------------------------
+
+
+def outline_int8_kernels(module: ModuleOp) -> int:
+    """Replace every chain in `module`'s outlined functions by a call of a new
+    kernel function; returns how many."""
+    count = 0
+    for function in list(module.ops):
+        if not isinstance(function, func.FuncOp) or not function.body.blocks:
+            continue
+        if COMPILER_ATTR not in function.attributes:
+            continue
+        for op in list(function.body.block.ops):
+            if op.parent is None:
+                continue
+            chain = match_chain(op)
+            if chain is None:
+                continue
+            name = f"{function.sym_name.data}_int8_{count}"
+            kernel, operands = build_kernel(chain, name)
+            module.body.block.insert_op_after(kernel, function)
+            call = func.CallOp(SymbolRefAttr(name), operands, [chain.result.type])
+            call.location = chain.root.location  # type: ignore[assignment]
+            function.body.block.insert_op_before(call, chain.ops[-1])
+            call.res[0].name_hint = chain.result.name_hint
+            chain.result.replace_all_uses_with(call.res[0])
+            for member in reversed(chain.ops):
+                member.detach()
+                member.erase()
+            count += 1
+    return count
+
+
+def _memref(value: SSAValue) -> MemRefType:
+    typ = value.type
+    assert isinstance(typ, TensorType)
+    return MemRefType(typ.element_type, typ.get_shape())
+
+
+def build_kernel(chain: Chain, name: str) -> tuple[func.FuncOp, list[SSAValue]]:
+    """The loop-level kernel function of `chain`, and the relay values to call it with."""
+    root = chain.root
+    operands = [root.operands[0], root.operands[1], root.operands[2], root.operands[3]]
+    if chain.bias is not None:
+        operands.append(chain.bias.bias)
+    if chain.requantize is not None:
+        operands.extend(chain.requantize.operands[1:])
+    arg_types = [_memref(v) for v in operands] + [_memref(chain.result)]
+    block = Block(arg_types=arg_types)
+    args = list(block.args)
+    b = BodyBuilder(block, ConstantPool(block))
+    params = KernelParams.of(chain, args)
+    if isinstance(root, relay.QnnConv2dOp):
+        conv_kernel(b, root, params)
+    else:
+        dense_kernel(b, params)
+    b.insert(func.ReturnOp(b.constant(0, I32)))
+    kernel = func.FuncOp(
+        name, FunctionType.from_lists(arg_types, [I32]), Region(block), visibility="private"
+    )
+    return kernel, operands
+
+
+@dataclass
+class KernelParams:
+    """The kernel's arguments, by meaning."""
+
+    data: SSAValue
+    weight: SSAValue
+    data_zero: SSAValue
+    weight_zero: SSAValue
+    bias: SSAValue | None
+    in_scale: SSAValue | None
+    in_zero: SSAValue | None
+    out_scale: SSAValue | None
+    out_zero: SSAValue | None
+    out: SSAValue
+    bounds: tuple[int, int] | None
+    """The output's integer range, narrowed by the clip (None: int32 output)."""
+    weight_zero_is_zero: bool
+
+    @staticmethod
+    def of(chain: Chain, args: list[SSAValue]) -> KernelParams:
+        data, weight, data_zero, weight_zero = args[:4]
+        rest = args[4:-1]
+        bias = rest.pop(0) if chain.bias is not None else None
+        in_scale = in_zero = out_scale = out_zero = None
+        bounds = None
+        if chain.requantize is not None:
+            in_scale, in_zero, out_scale, out_zero = rest
+            element = _element(chain.requantize.result)
+            bounds = type_range(element)
+            if chain.clip is not None:
+                low, high = relay.integer_clip_bounds(
+                    element, chain.clip.attrs()["a_min"], chain.clip.attrs()["a_max"]
+                )
+                bounds = (max(bounds[0], low), min(bounds[1], high))
+        known = constant_value(chain.root.operands[3])
+        return KernelParams(
+            data, weight, data_zero, weight_zero, bias, in_scale, in_zero, out_scale,
+            out_zero, args[-1], bounds, known is not None and not known.any(),
+        )
+
+
+# --- The kernels -----------------------------------------------------------------------
+
+
+def _xor_sign(b: BodyBuilder, value: SSAValue) -> SSAValue:
+    """An int8 value as the uint8 `value + 128` (bits of the unsigned byte)."""
+    return b.scalar(arith.XOrIOp, value, b.constant(-128, INT8))
+
+
+def _unsigned_i32(b: BodyBuilder, value: SSAValue) -> SSAValue:
+    """A byte read as unsigned, widened to i32."""
+    return b.scalar(arith.ExtUIOp, value, result_type=I32)
+
+
+def _signed_i32(b: BodyBuilder, value: SSAValue) -> SSAValue:
+    return b.scalar(arith.ExtSIOp, value, result_type=I32)
+
+
+def _add(b: BodyBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
+    return b.scalar(arith.AddiOp, x, y)
+
+
+def _sub(b: BodyBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
+    return b.scalar(arith.SubiOp, x, y)
+
+
+def _mul(b: BodyBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
+    return b.scalar(arith.MuliOp, x, y)
+
+
+def _scalar_cell(b: BodyBuilder, name: str, value: SSAValue) -> SSAValue:
+    """A rank-0 `memref.alloca` at this point (inside the loop: private to an
+    iteration, a register for the C compiler), holding `value`."""
+    cell = b.insert(memref.AllocaOp.get(I32, shape=())).memref
+    cell.name_hint = name
+    store(b, value, cell, [])
+    return cell
+
+
+@dataclass
+class Epilogue:
+    """Per output channel: `correction[n]` (bias, zero points, weight sums) and
+    `multiplier[n]` (input over output scale); per row: the data sums."""
+
+    correction: SSAValue
+    multiplier: SSAValue | None
+    row_sums: SSAValue | None
+    params: KernelParams
+
+    def finish(self, b: BodyBuilder, acc: SSAValue, row: Index, unit: Index) -> SSAValue:
+        """The output value of accumulator `acc` of `row` and output channel `unit`."""
+        p = self.params
+        total = _add(b, acc, load(b, self.correction, [unit]))
+        if self.row_sums is not None:
+            w_zero = parameter(b, p.weight_zero, unit)
+            total = _sub(b, total, _mul(b, w_zero, load(b, self.row_sums, [row])))
+        if self.multiplier is None:
+            return total
+        assert p.out_zero is not None and p.bounds is not None
+        value = b.scalar(arith.MulfOp, to_f32(b, total), load(b, self.multiplier, [unit]))
+        out_zero = parameter(b, p.out_zero, unit)
+        element = p.out.type.element_type  # type: ignore[attr-defined]
+        return saturate_round(b, value, out_zero, element, p.bounds)
+
+
+def _prepare(
+    b: BodyBuilder, p: KernelParams, units: int, depth: int, data_zero: SSAValue
+) -> tuple[SSAValue, SSAValue | None]:
+    """Per output channel n: the int32 correction `bias[n] - in_zero[n] -
+    zx * sum_k w[n, k] + K * zx * zw[n]` and the float multiplier."""
+    correction = alloc(b, MemRefType(I32, (units,)))
+    correction.name_hint = "correction"
+    multiplier = None
+    if p.in_scale is not None:
+        multiplier = alloc(b, MemRefType(f32, (units,)))
+        multiplier.name_hint = "multiplier"
+    n_b, (n,) = nest(b, (units,), ["n"])
+    wsum = _scalar_cell(n_b, "wsum", n_b.constant(0, I32))
+    k_b, (k,) = nest(n_b, (depth,), ["k"])
+    store(k_b, _add(k_b, load(k_b, wsum, []), _signed_i32(k_b, load(k_b, p.weight, [n, k]))), wsum, [])
+    w_zero = parameter(n_b, p.weight_zero, n)
+    value = _mul(n_b, data_zero, _mul(n_b, n_b.constant(depth, I32), w_zero))
+    value = _sub(n_b, value, _mul(n_b, data_zero, load(n_b, wsum, [])))
+    if p.bias is not None:
+        value = _add(n_b, value, load(n_b, p.bias, [n]))
+    if p.in_zero is not None:
+        value = _sub(n_b, value, parameter(n_b, p.in_zero, n))
+    store(n_b, value, correction, [n])
+    if multiplier is not None:
+        assert p.in_scale is not None and p.out_scale is not None
+        ratio = n_b.scalar(
+            arith.DivfOp, parameter(n_b, p.in_scale, n), parameter(n_b, p.out_scale, n)
+        )
+        store(n_b, ratio, multiplier, [n])
+    return correction, multiplier
+
+
+def _row_sums(
+    b: BodyBuilder, rows: int, depth: int, read: Callable[[BodyBuilder, Index, Index], SSAValue]
+) -> SSAValue:
+    """`sums[m] = sum_k x'[m, k]` (for weight zero points that are not zero)."""
+    sums = alloc(b, MemRefType(I32, (rows,)))
+    sums.name_hint = "row_sums"
+    m_b, (m,) = nest(b, (rows,), ["m"])
+    cell = _scalar_cell(m_b, "xsum", m_b.constant(0, I32))
+    k_b, (k,) = nest(m_b, (depth,), ["k"])
+    store(k_b, _add(k_b, load(k_b, cell, []), read(k_b, m, k)), cell, [])
+    store(m_b, load(m_b, cell, []), sums, [m])
+    return sums
+
+
+Reader = Callable[[BodyBuilder, Index, Index], SSAValue]
+"""`(builder, row, k) -> the data byte as unsigned i32`."""
+
+
+def tile_products(
+    b: BodyBuilder,
+    base: Index,
+    count: int,
+    units: int,
+    depth: int,
+    read: Reader,
+    weight: SSAValue,
+    tile: SSAValue,
+    rows_first: bool,
+) -> None:
+    """`tile[i, u]` (`tile[u, i]` unless `rows_first`) `= sum_k read(base + i, k)
+    * weight[u, k]` for `i < count` and every output channel `u`, in register
+    blocks of ROWS x UNITS (then the rows and channels left over)."""
+    full_rows, full_units = count - count % ROWS, units - units % UNITS
+
+    def micro(mb: BodyBuilder, offsets: list[Index], unit_list: list[Index]) -> None:
+        cells = [
+            [_scalar_cell(mb, f"acc{i}{j}", mb.constant(0, I32)) for j in range(len(unit_list))]
+            for i in range(len(offsets))
+        ]
+        rows = [index_add(mb, base, offset) for offset in offsets]
+        k_b, (k,) = nest(mb, (depth,), ["k"])
+        xs = [read(k_b, r, k) for r in rows]
+        ws = [_signed_i32(k_b, load(k_b, weight, [u, k])) for u in unit_list]
+        for i, x in enumerate(xs):
+            for j, w in enumerate(ws):
+                cell = cells[i][j]
+                store(k_b, _add(k_b, load(k_b, cell, []), _mul(k_b, x, w)), cell, [])
+        for i, offset in enumerate(offsets):
+            for j, u in enumerate(unit_list):
+                at = [offset, u] if rows_first else [u, offset]
+                store(mb, load(mb, cells[i][j], []), tile, at)
+
+    def unit_blocks(rb: BodyBuilder, offsets: list[Index]) -> None:
+        if full_units:
+            ub, (block,) = nest(rb, (full_units // UNITS,), ["nb"])
+            first = index_mul(ub, block, UNITS)
+            micro(ub, offsets, [index_add(ub, first, j) for j in range(UNITS)])
+        if full_units < units:
+            tb, unit = for_range(rb, full_units, units, "n")
+            micro(tb, offsets, [unit])
+
+    if full_rows:
+        rb, (block,) = nest(b, (full_rows // ROWS,), ["mb"])
+        first = index_mul(rb, block, ROWS)
+        unit_blocks(rb, [index_add(rb, first, i) for i in range(ROWS)])
+    if full_rows < count:
+        tb, offset = for_range(b, full_rows, count, "m")
+        unit_blocks(tb, [offset])
+
+
+def _tile(b: BodyBuilder, shape: tuple[int, int]) -> SSAValue:
+    """An int32 tile on the stack at this point (private to a parallel iteration)."""
+    tile = b.insert(memref.AllocaOp.get(I32, shape=shape)).memref
+    tile.name_hint = "tile"
+    return tile
+
+
+def _parallel(loop_body: BodyBuilder, work: int, trips: int) -> None:
+    """Mark the loop around `loop_body` to run across cores when it pays."""
+    if work >= PARALLEL_MIN_WORK and trips > 1:
+        loop = loop_body.block.parent_op()
+        assert loop is not None
+        loop.attributes[PARALLEL_ATTR] = UnitAttr()
+
+
+TILE_BYTES = 16384
+"""Most bytes of int32 accumulators a tile holds (on the stack of each thread)."""
+
+
+def dense_kernel(b: BodyBuilder, p: KernelParams) -> None:
+    """qnn.dense `data [..., rows, K]` x `weight [N, K]`: tiles of ROWS rows
+    times every output channel, then their epilogue along the channels
+    (contiguous in the output and the parameters: it vectorises)."""
+    shape = shape_of(p.data)
+    units, depth = shape_of(p.weight)
+    outer, rows = shape[:-2], shape[-2]
+    signed_data = p.data.type.element_type == INT8  # type: ignore[attr-defined]
+    data_zero = parameter(b, p.data_zero, None)
+    source = p.data
+    if signed_data:
+        data_zero = _add(b, data_zero, b.constant(128, I32))
+        source = alloc(b, MemRefType(INT8, shape))
+        source.name_hint = "flipped"
+        cb, ivs = nest(b, shape)
+        store(cb, _xor_sign(cb, load(cb, p.data, ivs)), source, ivs)
+    correction, multiplier = _prepare(b, p, units, depth, data_zero)
+    ob, lead = nest(b, outer, "t")
+
+    def read(rb: BodyBuilder, row: Index, k: Index) -> SSAValue:
+        return _unsigned_i32(rb, load(rb, source, [*lead, row, k]))
+
+    row_sums = None if p.weight_zero_is_zero else _row_sums(ob, rows, depth, read)
+    epilogue = Epilogue(correction, multiplier, row_sums, p)
+
+    def tiles(count: int, first: Callable[[BodyBuilder], Index], tb: BodyBuilder) -> None:
+        base = first(tb)
+        tile = _tile(tb, (count, units))
+        tile_products(tb, base, count, units, depth, read, p.weight, tile, rows_first=True)
+        eb, (i, n) = nest(tb, (count, units), ["i", "n"])
+        row = index_add(eb, base, i)
+        value = epilogue.finish(eb, load(eb, tile, [i, n]), row, n)
+        store(eb, value, p.out, [*lead, row, n])
+
+    height = max(1, min(ROWS * 4, TILE_BYTES // (4 * units)) // ROWS * ROWS)
+    full = rows - rows % height
+    if full:
+        tb, (t,) = nest(ob, (full // height,), ["tile"])
+        _parallel(tb, rows * units * depth, full // height)
+        tiles(height, lambda eb: index_mul(eb, t, height), tb)
+    if full < rows:
+        tiles(rows - full, lambda eb: full, ob)
+    if row_sums is not None:
+        dealloc(ob, row_sums)
+    for buffer in (correction, multiplier):
+        if buffer is not None:
+            dealloc(b, buffer)
+    if signed_data:
+        dealloc(b, source)
+
+
+def conv_kernel(b: BodyBuilder, op: relay.QnnConv2dOp, p: KernelParams) -> None:
+    """qnn.conv2d (one group): the weight copied as `[O, C*KH*KW]` and each
+    image's windows as `[pixels, C*KH*KW]` (padding: the zero point), both
+    padded to whole vectors; then, per stretch of an output row, a tile of
+    pixels times every output channel and its epilogue along the row
+    (contiguous in the output: it vectorises)."""
+    batch, channels, _, _ = shape_of(p.data)
+    n_out, _, kh, kw = shape_of(p.weight)
+    rows_w, cols_w = _windows(op, p.data, p.out, (kh, kw))
+    height, width = rows_w.outputs, cols_w.outputs
+    pixels = height * width
+    taps = channels * kh * kw
+    depth = padded_depth(taps)
+    element = p.data.type.element_type  # type: ignore[attr-defined]
+    signed_data = element == INT8
+    data_zero = parameter(b, p.data_zero, None)
+    if signed_data:
+        data_zero = _add(b, data_zero, b.constant(128, I32))
+    weight = _flat_weight(b, p.weight, depth)
+    flat = replace(p, weight=weight)
+    correction, multiplier = _prepare(b, flat, n_out, depth, data_zero)
+    patches = alloc(b, MemRefType(element, (pixels, depth)))
+    patches.name_hint = "patches"
+    pad_byte = b.scalar(arith.TruncIOp, data_zero, result_type=element)
+    img_b, (img,) = nest(b, (batch,), ["img"])
+    _im2col(img_b, p.data, img, patches, rows_w, cols_w, (channels, kh, kw), pad_byte, signed_data)
+
+    def read(rb: BodyBuilder, row: Index, k: Index) -> SSAValue:
+        return _unsigned_i32(rb, load(rb, patches, [row, k]))
+
+    row_sums = None if p.weight_zero_is_zero else _row_sums(img_b, pixels, depth, read)
+    epilogue = Epilogue(correction, multiplier, row_sums, flat)
+    stretch = min(width, max(ROWS, TILE_BYTES // (4 * n_out) // ROWS * ROWS))
+    y_b, (y,) = nest(img_b, (height,), ["y"])
+    _parallel(y_b, pixels * n_out * depth, height)
+
+    def segment(sb: BodyBuilder, x0: Index, count: int) -> None:
+        base = index_add(sb, index_mul(sb, y, width), x0)
+        tile = _tile(sb, (n_out, count))
+        tile_products(sb, base, count, n_out, depth, read, weight, tile, rows_first=False)
+        eb, (n, x) = nest(sb, (n_out, count), ["n", "x"])
+        value = epilogue.finish(eb, load(eb, tile, [n, x]), index_add(eb, base, x), n)
+        store(eb, value, p.out, [img, n, y, index_add(eb, x0, x)])
+
+    full = width - width % stretch
+    if full:
+        sb, (s,) = nest(y_b, (full // stretch,), ["s"])
+        segment(sb, index_mul(sb, s, stretch), stretch)
+    if full < width:
+        segment(y_b, full, width - full)
+    if row_sums is not None:
+        dealloc(img_b, row_sums)
+    for buffer in (patches, weight, correction, multiplier):
+        if buffer is not None:
+            dealloc(b, buffer)
+
+
+def _flat_weight(b: BodyBuilder, weight: SSAValue, depth: int) -> SSAValue:
+    """A new `[O, depth]` copy of an OIHW weight, each row ordered as the
+    patches, (i, j, c), and zeros after its C*KH*KW bytes."""
+    n_out, channels, kh, kw = shape_of(weight)
+    flat = alloc(b, MemRefType(INT8, (n_out, depth)))
+    flat.name_hint = "flat_weight"
+    taps = channels * kh * kw
+    if taps < depth:
+        pad_b, (o,) = nest(b, (n_out,), ["o"])
+        tail_b, k = for_range(pad_b, taps, depth, "k")
+        store(tail_b, tail_b.constant(0, INT8), flat, [o, k])
+    # Columns in the order of the patches: (i, j, c).
+    copy_b, (o, c, i, j) = nest(b, (n_out, channels, kh, kw), ["o", "c", "i", "j"])
+    column = index_add(copy_b, index_mul(copy_b, index_add(copy_b, index_mul(copy_b, i, kw), j), channels), c)
+    store(copy_b, load(copy_b, weight, [o, c, i, j]), flat, [o, column])
+    return flat
+
+
+def _im2col(
+    b: BodyBuilder,
+    data: SSAValue,
+    img: Index,
+    patches: SSAValue,
+    rows: Window,
+    cols: Window,
+    kernel: tuple[int, int, int],
+    pad_byte: SSAValue,
+    flip: bool,
+) -> None:
+    """`patches[oy * OW + ox, (i * KW + j) * C + c] = data[img, c, iy, ix]`
+    (sign bit flipped when `flip`), the padding's entries the zero point.
+
+    The image is first transposed to rows of `W * C` bytes (channels last), so
+    a tap's C channels, and with no dilation a whole window row of `KW * C`
+    bytes, are one contiguous copy: the copies vectorise, where writing the
+    patches tap by tap would store single bytes a patch row apart.
+    """
+    channels, kh, kw = kernel
+    pixels, depth = _shape(patches)
+    _, _, height, width = shape_of(data)
+    element = patches.type.element_type  # type: ignore[attr-defined]
+    rows_last = alloc(b, MemRefType(element, (height, width * channels)))
+    rows_last.name_hint = "channels_last"
+    t_b, (c, y, x) = nest(b, (channels, height, width), ["c", "y", "x"])
+    value = load(t_b, data, [img, c, y, x])
+    if flip:
+        value = _xor_sign(t_b, value)
+    store(t_b, value, rows_last, [y, index_add(t_b, index_mul(t_b, x, channels), c)])
+
+    padded = rows.pad or rows.pad_after or cols.pad or cols.pad_after
+    if padded or channels * kh * kw < depth:
+        fill_b, ivs = nest(b, (pixels, depth), ["p", "q"])
+        store(fill_b, pad_byte, patches, ivs)
+    out_width = cols.outputs
+    i_b, (i,) = nest(b, (kh,), ["ki"])
+    y_lo, y_hi = rows.outputs_of(i_b, i)
+    y_start = rows.start_of(i_b, i)
+    oy_b, oy = for_range(i_b, y_lo, y_hi, "oy")
+    iy = rows.input_of(oy_b, oy, y_start)
+    row_base = index_mul(oy_b, oy, out_width)
+
+    def copy(cb: BodyBuilder, ox: Index, first_tap: int, ix: Index, count: int) -> None:
+        """`count` bytes of input row iy from column `ix` (channel 0) to the
+        patch of pixel (oy, ox) from tap (i, first_tap)."""
+        pixel = index_add(cb, row_base, ox)
+        column = index_mul(cb, index_add(cb, index_mul(cb, i, kw), first_tap), channels)
+        source = index_mul(cb, ix, channels)
+        q_b, (q,) = nest(cb, (count,), ["q"])
+        byte = load(q_b, rows_last, [iy, index_add(q_b, source, q)])
+        store(q_b, byte, patches, [pixel, index_add(q_b, column, q)])
+
+    if cols.dilation == 1:
+        # Pixels whose whole window row is inside the image copy KW * C bytes at
+        # once; the few at the borders copy tap by tap.
+        inside = [
+            ox for ox in range(out_width)
+            if ox * cols.stride - cols.pad >= 0
+            and ox * cols.stride - cols.pad + kw - 1 < cols.size
+        ]
+        if inside:
+            first, last = inside[0], inside[-1] + 1
+            x_b, ox = for_range(oy_b, first, last, "ox")
+            ix = index_add(x_b, index_mul(x_b, ox, cols.stride), -cols.pad)
+            copy(x_b, ox, 0, ix, kw * channels)
+        border = [ox for ox in range(out_width) if not inside or not first <= ox < last]
+    else:
+        border = list(range(out_width))
+    for ox in border:
+        for j in range(kw):
+            ix = ox * cols.stride + j * cols.dilation - cols.pad
+            if 0 <= ix < cols.size:
+                copy(oy_b, ox, j, ix, channels)
+    dealloc(b, rows_last)
