@@ -257,7 +257,7 @@ def test_nodes_that_fold_only_are_unsupported_on_runtime_values() -> None:
         N("NonZero", ["x"], ["nz"], name="nz"),
         N("Shape", ["x"], ["s"], name="shape_ok"),
         N("Range", ["n", "n", "n"], ["r"], name="range_rt"),
-        N("ConvInteger", ["x", "x"], ["c"], name="ci"),
+        N("DynamicQuantizeLinear", ["x"], ["q", "qs", "qz"], name="dql"),
         N("Relu", ["x"], ["y"]),
     ]
     model = make_model(nodes, {"x": (2, 3), "n": ()}, ["y"])
@@ -265,7 +265,7 @@ def test_nodes_that_fold_only_are_unsupported_on_runtime_values() -> None:
         from_onnx(model)
     assert str(err.value) == (
         "error: <onnx model>: 3 unsupported ONNX nodes: 'nz' (NonZero), "
-        "'range_rt' (Range), 'ci' (ConvInteger)"
+        "'range_rt' (Range), 'dql' (DynamicQuantizeLinear)"
     )
 
 
