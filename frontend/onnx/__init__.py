@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from byoc.frontend.diagnostics import ByocError
 from byoc.frontend.onnx.fold import fold, folding_nodes
+from byoc.frontend.onnx.checks import check_model, check_scalar_inputs
 from byoc.frontend.onnx.graph import GraphImporter
 from byoc.frontend.onnx.loader import (
     _check_model,
@@ -72,6 +73,8 @@ def from_onnx(
     """
     model, name = load_model(source)
     _check_model(model, name)
+    check_model(model, name)
+    check_scalar_inputs(model, name)
     unsupported = unsupported_nodes(model)
     if unsupported:
         count = len(unsupported)

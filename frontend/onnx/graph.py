@@ -228,7 +228,14 @@ class GraphImporter:
         for index, proto in enumerate(graph.node):
             node = Node(self, proto, index)
             self.location = FileLineColLoc(self.file_attr, IntAttr(index + 1), IntAttr(1))
-            self._convert(node)
+            try:
+                self._convert(node)
+            except ByocError:
+                raise
+            except Exception as err:  # noqa: BLE001 - no converter may end in a traceback
+                raise node.error(
+                    f"cannot import this node ({type(err).__name__}: {err})"
+                ) from err
         self.location = None
 
         results = []
@@ -319,11 +326,20 @@ class GraphImporter:
 
 
 def set_name(value: SSAValue, onnx_name: str) -> None:
-    """Name `value` after an ONNX tensor, as far as SSA names allow."""
-    name = re.sub(r"[^\w$.-]", "_", onnx_name)
-    if not name or not re.match(r"[A-Za-z_$.-]", name):
+    """Name `value` after an ONNX tensor, as far as SSA names allow.
+
+    Any ONNX name is valid (`' 4'`, `{2`, `_5`): characters MLIR's lexer does
+    not take become `_`, and a name xDSL would reduce to nothing (it drops a
+    trailing `_<digits>`) or that cannot start an identifier gets a `v`."""
+    name = _NOT_IN_NAMES.sub("_", onnx_name)
+    if not _NAME_START.match(name) or _NUMBER_SUFFIX.fullmatch(name):
         name = "v" + name
     value.name_hint = name
+
+
+_NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9_$.-]")
+_NAME_START = re.compile(r"[A-Za-z_$.-]")
+_NUMBER_SUFFIX = re.compile(r"_[0-9]+")
 
 
 def _to_numpy(tensor: Any, filename: str) -> np.ndarray:
