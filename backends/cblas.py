@@ -18,7 +18,8 @@ Index arithmetic is folded at codegen time (`Affine`), so the loops read as
 
 Intermediates (values used only inside the function) and im2col buffers live
 in one scratch allocation sized at codegen time; buffers whose lifetimes do
-not overlap share memory. A failed allocation returns 1. Small constants the
+not overlap share memory. A failed allocation records its size in
+`<symbol>_failed_bytes` and returns `ALLOCATION_FAILED`. Small constants the
 partitioner copies into a function become `static const float` arrays.
 
 Vectors. A product with one row (`nn.dense` of a [1, K] input, the usual
@@ -80,7 +81,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from byoc.backends.spec import Artifact, Backend, Composite
+from byoc.backends.spec import ALLOCATION_FAILED, Artifact, Backend, Composite
 from byoc.dialects import relay
 from byoc.dialects.emitc import (
     CONST_ATTR,
@@ -872,7 +873,15 @@ class FunctionEmitter:
             base = b.value(EmitC_CastOp(raw, F32_PTR))
             null = b.value(EmitC_LiteralOp("NULL", F32_PTR))
             failed = b.value(EmitC_CmpOp("eq", base, null))
-            b.add(EmitC_VerbatimOp("if ({}) return 1;", [failed]))
+            # Out of memory: record the size for the error, return ALLOCATION_FAILED.
+            failed_bytes = f"{self.function.sym_name.data}_failed_bytes"
+            self.globals.append(EmitC_GlobalOp(failed_bytes, i64, IntegerAttr(0, i64)))
+            b.add(
+                EmitC_VerbatimOp(
+                    f"if ({{}}) {{{{ {failed_bytes} = {nbytes}; return {ALLOCATION_FAILED}; }}",
+                    [failed],
+                )
+            )
             for value, buffer in self.scratch.items():
                 self.refs[value] = Ref(base, Affine(const=buffer.offset))
         for t, step in enumerate(self.steps):

@@ -55,7 +55,42 @@ def lower_to_llvm(module: ModuleOp, main: str, entry: str) -> ModuleOp:
     # `main` is already process-unique (byoc_<hash>_main): keep it callable.
     add_entry_wrapper(module, main, entry, export_callee=True)
     add_array_entry(module, main, array_entry_name(entry), input_shapes, n_outputs)
+    add_failed_bytes_getter(module, failed_bytes_name(entry))
     return module
+
+
+def failed_bytes_name(entry: str) -> str:
+    """`int64_t <prefix>failed_bytes(void)` beside `entry`: the size of the
+    allocation that made the host return `ALLOCATION_FAILED` (0: none)."""
+    return entry.removesuffix("entry") + "failed_bytes"
+
+
+def add_failed_bytes_getter(module: ModuleOp, name: str) -> None:
+    """Export `name`, reading (and clearing) the host's `FAILED_BYTES` global."""
+    from xdsl.dialects import llvm
+    from xdsl.dialects.builtin import IntegerAttr, i64
+    from xdsl.ir import Block, Region
+
+    from byoc.passes.convert_memref_to_llvm import FAILED_BYTES
+
+    block = Block()
+    zero = llvm.ConstantOp(IntegerAttr(0, i64), i64)
+    block.add_op(zero)
+    if any(isinstance(op, llvm.GlobalOp) and op.sym_name.data == FAILED_BYTES for op in module.ops):
+        address = llvm.AddressOfOp(FAILED_BYTES, llvm.LLVMPointerType())
+        value = llvm.LoadOp(address.result, i64)
+        block.add_ops([address, value, llvm.StoreOp(zero.result, address.result)])
+        block.add_op(llvm.ReturnOp(value.dereferenced_value))
+    else:
+        block.add_op(llvm.ReturnOp(zero.result))
+    module.body.block.add_op(
+        llvm.FuncOp(
+            name,
+            llvm.LLVMFunctionType([], i64),
+            linkage=llvm.LinkageAttr("external"),
+            body=Region(block),
+        )
+    )
 
 
 def array_entry_name(entry: str) -> str:

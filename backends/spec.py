@@ -14,6 +14,12 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
+ALLOCATION_FAILED = 2
+"""The status an external function (or the host) returns when an allocation
+fails. It may first store the bytes it asked for in an exported
+`int64_t <symbol>_failed_bytes` (`<symbol>` one of its artifact's symbols), so
+the error can name the size; any other failure returns 1."""
+
 Check = Callable[[Operation], "str | None"]
 """A support check: returns None when the backend takes the op, else the reason it does not."""
 

@@ -9,8 +9,9 @@ The C it describes:
   loads and stores index it row-major with the static shape, `p[(i * C) + j]`.
   Memref parameters are `restrict` (the contract says they never alias), and
   `const` when the function only loads from them.
-- `memref.alloc` is `malloc`, returning status 1 when it fails; `memref.dealloc` is
-  `free`; `memref.alloca` is a local array; a `memref.global` is a `static` array
+- `memref.alloc` is `malloc`; when it fails the function stores the bytes asked
+  for in the exported `int64_t <first function>_failed_bytes` and returns status
+  2 (`ALLOCATION_FAILED`); `memref.dealloc` is `free`; `memref.alloca` is a local array; a `memref.global` is a `static` array
   (`const` when the global is constant) and `memref.get_global` a pointer to it.
 - Every function becomes an `emitc.func` returning `int32_t`. Defined functions get
   `symbol_prefix` prepended to their symbol (calls follow); declarations keep theirs,
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, math, memref, scf
@@ -65,6 +66,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
+from byoc.backends.spec import ALLOCATION_FAILED
 from byoc.passes.parallel_loops import PARALLEL_ATTR
 from byoc.targets.openmp import PARALLEL_FOR, add_fork_guard
 from byoc.dialects.emitc import (
@@ -411,8 +413,14 @@ class StoreLowering(RewritePattern):
         rewriter.replace(op, EmitC_AssignOp(lvalue, op.value), [])
 
 
+@dataclass
 class AllocLowering(RewritePattern):
-    """Lowers `memref.alloc` to `malloc`, returning status 1 if it fails."""
+    """Lowers `memref.alloc` to `malloc`; if it fails, the function records the
+    bytes asked for in the module's `failed_bytes` global and returns
+    `ALLOCATION_FAILED`."""
+
+    failed_bytes: str
+    used: list[bool] = field(default_factory=list)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.AllocOp, rewriter: PatternRewriter):
@@ -429,7 +437,12 @@ class AllocLowering(RewritePattern):
         null = EmitC_LiteralOp("NULL", pointer_type)
         failed = EmitC_CmpOp("eq", pointer, null)
         # emitc.return may only end a function body, so the early exit is one line of C.
-        check = EmitC_VerbatimOp("if ({}) return 1;", [failed])
+        check = EmitC_VerbatimOp(
+            f"if ({{}}) {{{{ {self.failed_bytes} = (int64_t){{}}; "
+            f"return {ALLOCATION_FAILED}; }}",
+            [failed, total],
+        )
+        self.used.append(True)
         rewriter.insert((size, total, raw, pointer, null, failed, check))
         rewriter.replace(op, [], [_memref_view(pointer.results[0], t, rewriter)])
 
@@ -857,8 +870,14 @@ def _check_lowered(module: ModuleOp) -> None:
             raise _unsupported(op, "it is not part of the loop-level IR")
 
 
+def failed_bytes_symbol(function: str) -> str:
+    """The `int64_t` global where the C of a module whose first function is
+    `function` records the size of an allocation that failed."""
+    return f"{function}_failed_bytes"
+
+
 def _lowering_patterns(
-    prefix: str, defined: frozenset[str], called: frozenset[str]
+    prefix: str, defined: frozenset[str], called: frozenset[str], alloc: AllocLowering
 ) -> list[RewritePattern]:
     return [
         FuncLowering(prefix, called),
@@ -869,7 +888,7 @@ def _lowering_patterns(
         YieldLowering(),
         LoadLowering(),
         StoreLowering(),
-        AllocLowering(),
+        alloc,
         AllocaLowering(),
         DeallocLowering(),
         GlobalLowering(),
@@ -919,12 +938,20 @@ class ConvertLoopsToEmitCPass(ModulePass):
         called = frozenset(
             call.callee.string_value() for call in op.walk() if isinstance(call, func.CallOp)
         )
+        first = self.symbol_prefix + (defined_in_order[0] if defined_in_order else "module")
+        alloc = AllocLowering(failed_bytes_symbol(first))
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                _lowering_patterns(self.symbol_prefix, defined, called)
+                _lowering_patterns(self.symbol_prefix, defined, called, alloc)
             ),
             apply_recursively=False,
         ).rewrite_module(op)
+        if alloc.used:
+            # Exported, so the host can name the size (CompiledModule._fail).
+            op.body.block.insert_op_before(
+                EmitC_GlobalOp(alloc.failed_bytes, i64, IntegerAttr(0, i64)),
+                op.body.block.first_op,
+            )
         PatternRewriteWalker(
             MemRefCastElimination(), apply_recursively=False
         ).rewrite_module(op)

@@ -1,7 +1,7 @@
 """convert-loops-to-llvm: the host exit, from the loop-level IR to the llvm dialect.
 
 The output is pure llvm dialect, which `xdsl.backend.llvm.convert.convert_module`
-turns into an llvmlite module (runtime/jit.py). The conversion runs in four
+turns into an llvmlite module (runtime/jit.py). The conversion runs in five
 sweeps, each linear in the module:
 
 1. `scf.for`/`scf.if` become blocks and llvm branches (walked from the end, so
@@ -10,7 +10,8 @@ sweeps, each linear in the module:
 3. `memref.load/store` become a linearised `llvm.getelementptr` + load/store,
    while every memref value still carries its shape;
 4. everything else: functions, calls, arith, math and the memref
-   allocations, globals and deallocations.
+   allocations, globals and deallocations;
+5. every `malloc` is checked: NULL returns status 2 (out of memory).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from byoc.passes.convert_math_to_llvm import (
 from byoc.passes.convert_memref_to_llvm import (
     AllocaLowering,
     AllocLowering,
+    check_allocations,
     DeallocLowering,
     GetGlobalLowering,
     GlobalLowering,
@@ -113,7 +115,7 @@ class ConvertLoopsToLLVMPass(ModulePass):
 
 
 def lower_to_llvm(module: ModuleOp) -> None:
-    """The four sweeps of the module docstring."""
+    """The five sweeps of the module docstring."""
     # The patterns create only llvm ops, which no pattern matches, so one sweep
     # of each walker is enough.
     PatternRewriteWalker(
@@ -142,3 +144,4 @@ def lower_to_llvm(module: ModuleOp) -> None:
         ),
         apply_recursively=False,
     ).rewrite_module(module)
+    check_allocations(module)

@@ -4,6 +4,9 @@
 the row-major offset `%i * B + %j` and an `llvm.load`; `memref.alloc` and
 `memref.dealloc` call `malloc` and `free`; `memref.alloca` becomes an
 `llvm.alloca` in the entry block; constant globals become `llvm.mlir.global`s.
+Once the function is a CFG, every `malloc` is checked (`check_allocations`):
+NULL returns status `ALLOCATION_FAILED` at once, the bytes asked for kept in
+the module's `FAILED_BYTES` global.
 
 The access patterns read the shape from the memref operand's type, so they run
 before anything turns memref values into pointers (see convert_loops_to_llvm).
@@ -24,14 +27,15 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 
+from byoc.backends.spec import ALLOCATION_FAILED
 from byoc.passes.convert_builtin_to_llvm import (
     LLVM_PTR,
     CFunctions,
@@ -208,3 +212,70 @@ class GlobalLowering(RewritePattern):
                 alignment=64,  # a cache line: aligned vector loads of weights
             ),
         )
+
+
+FAILED_BYTES = "byoc_failed_bytes"
+"""Internal i64 global holding the size of the last allocation that failed."""
+
+_EQUAL = IntegerAttr(llvm.ICmpPredicateFlag.EQ.to_int(), i64)
+
+
+def check_allocations(module: ModuleOp) -> None:
+    """After each `malloc` of a function returning an i32 status, branch to a
+    block returning `ALLOCATION_FAILED` when it gave NULL (recording the size
+    in `FAILED_BYTES`), so no later op dereferences the null pointer.
+
+    Runs on the llvm dialect, when functions are CFGs (one linear walk;
+    each check splits one block). Buffers allocated before the failure leak:
+    the process is out of memory and the model's results are lost anyway.
+    """
+    calls = [
+        op
+        for op in module.walk()
+        if isinstance(op, llvm.CallOp)
+        and op.callee is not None
+        and op.callee.string_value() == "malloc"
+        and _returns_status(op)
+    ]
+    if not calls:
+        return
+    if not any(
+        isinstance(op, llvm.GlobalOp) and op.sym_name.data == FAILED_BYTES
+        for op in module.ops
+    ):
+        Rewriter.insert_op(
+            llvm.GlobalOp(i64, FAILED_BYTES, "internal", value=_i64_attr(0)),
+            InsertPoint.at_start(module.body.block),
+        )
+    for call in calls:
+        block = call.parent_block()
+        assert block is not None and call.next_op is not None
+        rest = block.split_before(call.next_op)
+        failed = Block()
+        address = llvm.AddressOfOp(FAILED_BYTES, LLVM_PTR)
+        status = llvm.ConstantOp(IntegerAttr(ALLOCATION_FAILED, i32), i32)
+        failed.add_ops(
+            [
+                address,
+                llvm.StoreOp(call.args[0], address.result),
+                status,
+                llvm.ReturnOp(status.result),
+            ]
+        )
+        region = block.parent
+        assert region is not None
+        region.insert_block_after(failed, rest)
+        # xDSL's icmp takes integers only: compare the address with 0.
+        address_value = llvm.PtrToIntOp(call.returned, i64)
+        zero = i64_constant(0)
+        is_null = llvm.ICmpOp(address_value.output, zero.result, _EQUAL)
+        block.add_ops(
+            [address_value, zero, is_null, llvm.CondBrOp(is_null.res, failed, (), rest, ())]
+        )
+
+
+def _returns_status(op: Operation) -> bool:
+    function = op.parent_op()
+    while function is not None and not isinstance(function, llvm.FuncOp):
+        function = function.parent_op()
+    return function is not None and function.function_type.output == i32

@@ -609,10 +609,10 @@ class Window:
         every tap sees every output."""
         if isinstance(tap, int):
             return self._first(tap), self._end(tap)
-        if all(
-            self._first(t) == 0 and self._end(t) == self.outputs
-            for t in range(self.kernel)
-        ):
+        # `_first` and `_end` fall as `tap` grows: every tap sees every output
+        # when the first tap starts at 0 and the last one ends at `outputs`
+        # (checked in O(1), not per tap: a window may be 2^40 wide).
+        if self._first(0) == 0 and self._end(self.kernel - 1) == self.outputs:
             return 0, self.outputs
         offset = index_mul(b, tap, -self.dilation)
         first = index_max(b, 0, ceil_div(b, offset, self.stride, self.pad))
@@ -620,6 +620,20 @@ class Window:
             b, self.outputs, ceil_div(b, offset, self.stride, self.size + self.pad)
         )
         return first, end
+
+    def _uniform_count(self, include_pad: bool) -> bool:
+        """Whether every output's window counts the same taps. Exact when every
+        window lies inside the counted range (the usual case: no padding), or
+        when there are few outputs; otherwise the count is left to run time
+        rather than spending compile time per output."""
+        if self.outputs <= 4096:
+            first = self.count(0, include_pad)
+            return all(self.count(o, include_pad) == first for o in range(1, self.outputs))
+        low, high = (
+            (-self.pad, self.size + self.pad_after) if include_pad else (0, self.size)
+        )
+        last = (self.outputs - 1) * self.stride - self.pad + (self.kernel - 1) * self.dilation
+        return -self.pad >= low and last < high
 
     def start_of(self, b: BodyBuilder, tap: Index) -> Index:
         """The input index kernel position `tap` reads for output 0 (maybe < 0)."""
@@ -630,18 +644,21 @@ class Window:
         return index_add(b, index_mul(b, output, self.stride), start)
 
     def count(self, output: int, include_pad: bool) -> int:
-        """How many taps of the window at `output` an average divides by."""
+        """How many taps of the window at `output` an average divides by: the
+        taps t in [0, kernel) with low <= output * stride - pad + t * dilation
+        < high, counted in closed form."""
         low, high = (
             (-self.pad, self.size + self.pad_after) if include_pad else (0, self.size)
         )
         start = output * self.stride - self.pad
-        return sum(low <= start + t * self.dilation < high for t in range(self.kernel))
+        first = max(0, -(-(low - start) // self.dilation))
+        end = min(self.kernel, -(-(high - start) // self.dilation))
+        return max(0, end - first)
 
     def count_of(self, b: BodyBuilder, output: Index, include_pad: bool) -> Index:
         """`count(output)`, computed at run time unless it is the same everywhere."""
-        counts = {self.count(o, include_pad) for o in range(self.outputs)}
-        if len(counts) == 1:
-            return counts.pop()
+        if self._uniform_count(include_pad):
+            return self.count(0, include_pad)
         low, high = (
             (-self.pad, self.size + self.pad_after) if include_pad else (0, self.size)
         )

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 import numpy as np
 from cffi import FFI
 
-from byoc.backends.spec import Artifact
+from byoc.backends.spec import ALLOCATION_FAILED, Artifact
 from byoc.frontend.diagnostics import ByocError
 from byoc.runtime.array_entry import ARGUMENTS_NEED_CONVERSION
 from byoc.runtime.weights import Weights
@@ -160,7 +160,40 @@ class CompiledModule:
         )
 
     def _fail(self, status: int) -> None:
+        if status > 0 and status & ALLOCATION_FAILED:
+            raise ByocError(self._allocation_failure())
         raise ByocError(f"error: the compiled model failed (status {status})")
+
+    def _out_of_memory(self, err: MemoryError) -> None:
+        raise ByocError(f"error: out of memory: {err or 'cannot allocate an array'}") from None
+
+    def _allocation_failure(self) -> str:
+        """The out-of-memory message, with the size the failing code recorded
+        (the host's getter, or a backend's `<symbol>_failed_bytes`)."""
+        from byoc.backends.host import failed_bytes_name
+
+        sizes: list[tuple[int, str]] = []
+        if self.entry_name.endswith("entry"):
+            getter = self._host_function(failed_bytes_name(self.entry_name), "int64_t(*)(void)")
+            if getter is not None and (size := int(getter())):
+                sizes.append((size, "the host"))
+        import llvmlite.binding as llvm
+
+        for artifact in self.artifacts:
+            for symbol in artifact.symbols:
+                address = llvm.address_of_symbol(f"{symbol}_failed_bytes")
+                if address:
+                    cell = _ffi.cast("int64_t*", address)
+                    if cell[0]:
+                        sizes.append((int(cell[0]), f"backend '{artifact.backend}'"))
+                        cell[0] = 0
+        if not sizes:
+            return f"error: out of memory: the compiled model could not allocate a buffer (status {ALLOCATION_FAILED})"
+        size, where = sizes[0]
+        return (
+            f"error: out of memory: {where} could not allocate a buffer of {size} bytes "
+            f"({_human(size)})"
+        )
 
     def _host_function(self, name: str, signature: str) -> Any | None:
         """The host's function `name` as `signature`, or None if it has none (a
@@ -237,6 +270,16 @@ class CompiledModule:
             ]
         else:
             lines.append(f"    return slow({args})")
+        # numpy's MemoryError (outputs, converted arguments) is a ByocError too;
+        # a try costs nothing until something raises.
+        env["out_of_memory"] = self._out_of_memory
+        lines = [
+            lines[0],
+            "    try:",
+            *("    " + line for line in lines[1:]),
+            "    except MemoryError as err:",
+            "        out_of_memory(err)",
+        ]
         exec("\n".join(lines), env)  # noqa: S102 - generated from positions only
         return env["call"]
 
@@ -282,3 +325,13 @@ class CompiledModule:
         outs = ", ".join(str(s) for s in self.outputs)
         backends = sorted({a.backend for a in self.artifacts}) or ["host only"]
         return f"<CompiledModule ({ins}) -> ({outs}) on {', '.join(backends)}>"
+
+
+def _human(size: int) -> str:
+    """`4.0 TiB`, `512.0 MiB`, ... for a byte count."""
+    value = float(size)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.1f} {unit}" if unit != "bytes" else f"{size} bytes"
+        value /= 1024
+    return f"{size} bytes"  # pragma: no cover

@@ -316,7 +316,7 @@ def test_mlp(targets):
     assert source.count("scipy_cblas_sgemm(") == 2
     # The hidden layer [64, 1024] is the one intermediate, checked on allocation.
     assert "aligned_alloc(64, 262144)" in source
-    assert "return 1;" in source and "free(" in source
+    assert "_failed_bytes = 262144; return 2; }" in source and "free(" in source
 
 
 def test_mlp_with_host_and_ccompiler_ops_between_the_layers():

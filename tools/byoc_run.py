@@ -57,7 +57,10 @@ def load_inputs(path: str | None, model: CompiledModule, seed: int) -> list[np.n
     """Arrays for @main's inputs: from an .npz (by name, else in order) or random."""
     if path is None:
         rng = np.random.default_rng(seed)
-        return [rng.standard_normal(s.shape).astype(s.dtype) for s in model.inputs]
+        try:
+            return [rng.standard_normal(s.shape).astype(s.dtype) for s in model.inputs]
+        except MemoryError as err:
+            raise ByocError(f"error: out of memory making random inputs: {err}") from None
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}

@@ -59,7 +59,7 @@
 // CSRC:     #include <cblas.h>
 // CSRC:     int32_t cblas_0(const float* restrict [[X:v[0-9]+]], {{.*}}, float* restrict [[OUT0:v[0-9]+]], float* restrict [[OUT1:v[0-9]+]]) {
 // CSRC:       aligned_alloc(64,
-// CSRC:       if ({{.*}} == NULL) return 1;
+// CSRC:       if ({{.*}} == NULL) { cblas_0_failed_bytes = {{[0-9]+}}; return 2; }
 // CSRC:       scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 4, 32, 16, 1.0f, [[X]], 16, {{.*}}, 16, 0.0f, [[OUT0]], 32);
 // CSRC-NEXT:    for (
 // CSRC:       ? 0.0f :

@@ -5,8 +5,11 @@
 
 // Called functions defined in the module are declared first; the global becomes a
 // flat static array; a declaration keeps its symbol and its parameters are restrict.
+// The module's allocations record a failure's size in an exported global named
+// after its first function.
 // CHECK:       builtin.module {
 // CHECK-NEXT:    emitc.declare_func @memory
+// CHECK-NEXT:    emitc.global @ccompiler_0_failed_bytes : i64 = 0
 // CHECK-NEXT:    emitc.global static const @weights : !emitc.array<4xf32> = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]>
 // CHECK-NEXT:    emitc.func private @external(!emitc.ptr<f32> {emitc.restrict}, !emitc.ptr<f32> {emitc.restrict}) -> i32 attributes {specifiers = ["extern"]}
 // PREFIX:        emitc.declare_func @byoc_1a2b3c4d_memory
@@ -66,7 +69,7 @@ func.func @ccompiler_0(%arg0: memref<10x10xf32>, %arg1: memref<10x10xf32>, %arg2
 // CHECK-NEXT:    %tmp = emitc.cast %[[RAW]] : !emitc.ptr<!emitc.opaque<"void">> to !emitc.ptr<f32>
 // CHECK-NEXT:    %[[NULL:.*]] = emitc.literal "NULL" : !emitc.ptr<f32>
 // CHECK-NEXT:    %[[FAILED:.*]] = emitc.cmp eq, %tmp, %[[NULL]] : (!emitc.ptr<f32>, !emitc.ptr<f32>) -> i1
-// CHECK-NEXT:    emitc.verbatim "if ({}) return 1;" args %[[FAILED]] : i1
+// CHECK-NEXT:    emitc.verbatim "if ({}) {{[{][{]}} ccompiler_0_failed_bytes = (int64_t){}; return 2; }" args %[[FAILED]], %[[BYTES]] : i1, !emitc.size_t
 // CHECK-NEXT:    %[[ARR:.*]] = "emitc.variable"() <{value = #emitc.opaque<"">}> : () -> !emitc.array<1xf32>
 // CHECK-NEXT:    %acc = emitc.cast %[[ARR]] : !emitc.array<1xf32> to !emitc.ptr<f32>
 // CHECK:         %x = emitc.load %{{.*}} : !emitc.lvalue<f32>

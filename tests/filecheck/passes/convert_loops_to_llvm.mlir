@@ -2,7 +2,9 @@
 
 // The host side of the BYOC guide's example: tanh into a heap buffer, then an
 // outlined kernel. Memrefs are noalias pointers, the 2-D access is one GEP at
-// i * 10 + j, alloc/dealloc call malloc/free, tanh calls libm.
+// i * 10 + j, alloc/dealloc call malloc/free, tanh calls libm. A NULL from
+// malloc returns status 2 (out of memory), the size kept for the error.
+// CHECK:       llvm.mlir.global internal @byoc_failed_bytes(0 : i64)
 // CHECK-DAG:   llvm.func @free(!llvm.ptr)
 // CHECK-DAG:   llvm.func @tanhf(f32) -> f32
 // CHECK-DAG:   llvm.func @malloc(i64) -> !llvm.ptr
@@ -13,7 +15,17 @@
 // CHECK:         %[[C10:.*]] = llvm.mlir.constant(10) : i64
 // CHECK:         %[[SIZE:.*]] = llvm.mlir.constant(400) : i64
 // CHECK-NEXT:    %[[BUF:.*]] = llvm.call @malloc(%[[SIZE]]) : (i64) -> !llvm.ptr
+// CHECK-NEXT:    %[[ADDR:.*]] = llvm.ptrtoint %[[BUF]] : !llvm.ptr to i64
+// CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[NULL:.*]] = llvm.icmp "eq" %[[ADDR]], %[[ZERO]] : i64
+// CHECK-NEXT:    llvm.cond_br %[[NULL]], ^[[OOM:.*]], ^[[OK:.*]]
+// CHECK-NEXT:  ^[[OK]]:
 // CHECK-NEXT:    llvm.br ^[[OUTER:.*]](%[[C0]] : i64)
+// CHECK-NEXT:  ^[[OOM]]:
+// CHECK-NEXT:    %[[CELL:.*]] = llvm.mlir.addressof @byoc_failed_bytes : !llvm.ptr
+// CHECK-NEXT:    llvm.store %[[SIZE]], %[[CELL]] : i64, !llvm.ptr
+// CHECK-NEXT:    %[[TWO:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK-NEXT:    llvm.return %[[TWO]] : i32
 // CHECK-NEXT:  ^[[OUTER]](%[[I:.*]]: i64):
 // CHECK-NEXT:    %[[IN:.*]] = llvm.icmp "slt" %[[I]], %[[C10]] : i64
 // CHECK-NEXT:    llvm.cond_br %[[IN]], ^{{.*}}, ^[[DONE:.*]]
