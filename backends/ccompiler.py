@@ -43,6 +43,11 @@ TRANSCENDENTAL = frozenset(
         "relay.nn.batch_norm",
         "relay.nn.layer_norm",
         "relay.nn.lrn",
+        "relay.nn.instance_norm",
+        "relay.nn.elu",
+        "relay.nn.selu",
+        "relay.nn.softplus",
+        "relay.nn.gelu",
     }
 )
 """Ops that stay on the host: their C would call libm."""

@@ -116,12 +116,22 @@ def _lrn_check(op: Operation) -> str | None:
     return None
 
 
+def _instance_norm_check(op: Operation) -> str | None:
+    """ONNX's InstanceNormalization normalises per axis-1 channel of rank >= 3 data."""
+    rank = len(_shape(op.operands[0]))
+    axis = relay.normalize_axis(op.attrs()["axis"], rank, op.name)  # type: ignore[attr-defined]
+    if rank < 3 or axis != 1:
+        return f"ONNX's InstanceNormalization takes channels on axis 1 of rank >= 3 data (rank {rank}, axis {axis})"
+    return None
+
+
 SUPPORTED: dict[str, Check] = {
     **{op.name: _checked() for op in (*relay.BINARY_OPS, *relay.UNARY_OPS)},
     **{
         op.name: _checked()
         for op in (
             relay.ClipOp,
+            *relay.ACTIVATION_OPS,
             relay.BiasAddOp,
             relay.DenseOp,
             relay.MatmulOp,
@@ -136,6 +146,7 @@ SUPPORTED: dict[str, Check] = {
     relay.MaxPool2dOp.name: _checked(_pool_check),
     relay.AvgPool2dOp.name: _checked(_pool_check),
     relay.LrnOp.name: _checked(_lrn_check),
+    relay.InstanceNormOp.name: _checked(_instance_norm_check),
 }
 """Relay op name → check: every relay op, on float32 tensors without empty
 dimensions. Constants are not ops of their own: those up to `INLINE_CONSTANTS`
@@ -216,6 +227,37 @@ def _clip(g: GraphBuilder, op: Operation, args: list[str], out: str) -> None:
 
 def _rsqrt(g: GraphBuilder, op: Operation, args: list[str], out: str) -> None:
     g.node("Reciprocal", [g.node("Sqrt", args)], out)
+
+
+def _with_attrs(op_type: str, **renamed: str) -> Emitter:
+    """An ONNX op taking the relay op's float attributes (`renamed`: ONNX name
+    -> relay name; by default each attribute under its own name)."""
+
+    def emit(g: GraphBuilder, op: Operation, args: list[str], out: str) -> None:
+        attrs = op.attrs()  # type: ignore[attr-defined]
+        names = renamed or {name: name for name in attrs}
+        g.node(op_type, args, out, **{k: float(attrs[v]) for k, v in names.items()})
+
+    return emit
+
+
+def _gelu(g: GraphBuilder, op: Operation, args: list[str], out: str) -> None:
+    # Gelu is an ONNX op only from opset 20: its formula.
+    (x,) = args
+    if op.attrs()["approximate"] == "tanh":  # type: ignore[attr-defined]
+        cube = g.node("Mul", [g.node("Mul", [x, x]), x])
+        inner = g.node("Add", [x, g.node("Mul", [cube, g.scalar(0.044715)])])
+        curve = g.node("Tanh", [g.node("Mul", [inner, g.scalar(math.sqrt(2 / math.pi))])])
+    else:
+        curve = g.node("Erf", [g.node("Mul", [x, g.scalar(math.sqrt(0.5))])])
+    half = g.node("Mul", [x, g.scalar(0.5)])
+    g.node("Mul", [half, g.node("Add", [curve, g.scalar(1.0)])], out)
+
+
+def _prelu(g: GraphBuilder, op: Operation, args: list[str], out: str) -> None:
+    rank = len(_shape(op.operands[0]))
+    axis = relay.normalize_axis(op.attrs()["axis"], rank, op.name)  # type: ignore[attr-defined]
+    g.node("PRelu", [args[0], g.along(args[1], axis, rank)], out)
 
 
 def _bias_add(g: GraphBuilder, op: Operation, args: list[str], out: str) -> None:
@@ -364,6 +406,15 @@ def _lrn(g: GraphBuilder, op: Operation, args: list[str], out: str) -> None:
     )
 
 
+def _instance_norm(g: GraphBuilder, op: Operation, args: list[str], out: str) -> None:
+    data, gamma, beta = args
+    attrs = op.attrs()  # type: ignore[attr-defined]
+    channels = _shape(op.operands[0])[1]
+    scale = gamma if attrs["scale"] else g.initializer(np.ones(channels, np.float32))
+    bias = beta if attrs["center"] else g.initializer(np.zeros(channels, np.float32))
+    g.node("InstanceNormalization", [data, scale, bias], out, epsilon=attrs["epsilon"])
+
+
 def _reshape(g: GraphBuilder, op: Operation, args: list[str], out: str) -> None:
     # Every shape op but transpose and concatenate is a reshape to the result type.
     g.node("Reshape", [args[0], g.ints(_shape(op.results[0]))], out)
@@ -412,6 +463,21 @@ EMITTERS: dict[str, Emitter] = {
     relay.RsqrtOp.name: _rsqrt,
     relay.SigmoidOp.name: _simple("Sigmoid"),
     relay.ErfOp.name: _simple("Erf"),
+    relay.SignOp.name: _simple("Sign"),
+    relay.FloorOp.name: _simple("Floor"),
+    relay.CeilOp.name: _simple("Ceil"),
+    relay.RoundOp.name: _simple("Round"),
+    relay.ReciprocalOp.name: _simple("Reciprocal"),
+    relay.SoftplusOp.name: _simple("Softplus"),
+    relay.SoftsignOp.name: _simple("Softsign"),
+    relay.HardSwishOp.name: _simple("HardSwish"),
+    relay.LeakyReluOp.name: _with_attrs("LeakyRelu"),
+    relay.EluOp.name: _with_attrs("Elu"),
+    relay.SeluOp.name: _with_attrs("Selu"),
+    relay.HardSigmoidOp.name: _with_attrs("HardSigmoid"),
+    relay.ShrinkOp.name: _with_attrs("Shrink"),
+    relay.GeluOp.name: _gelu,
+    relay.PReluOp.name: _prelu,
     relay.ClipOp.name: _clip,
     relay.BiasAddOp.name: _bias_add,
     relay.DenseOp.name: _dense,
@@ -426,6 +492,7 @@ EMITTERS: dict[str, Emitter] = {
     relay.BatchNormOp.name: _batch_norm,
     relay.LayerNormOp.name: _layer_norm,
     relay.LrnOp.name: _lrn,
+    relay.InstanceNormOp.name: _instance_norm,
     relay.ReshapeOp.name: _reshape,
     relay.BatchFlattenOp.name: _reshape,
     relay.SqueezeOp.name: _reshape,
@@ -435,6 +502,8 @@ EMITTERS: dict[str, Emitter] = {
     relay.SumOp.name: _reduce("ReduceSum"),
     relay.MeanOp.name: _reduce("ReduceMean"),
     relay.MaxOp.name: _reduce("ReduceMax"),
+    relay.MinOp.name: _reduce("ReduceMin"),
+    relay.ProdOp.name: _reduce("ReduceProd"),
 }
 """How each relay op (but relay.constant, an initializer) becomes ONNX nodes."""
 

@@ -20,12 +20,14 @@ an `OpLowering` and register it in `LOWERINGS` (compute ops: lower_nn.py).
 from __future__ import annotations
 
 import gc
+import math as pymath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import (
+    AnyFloat,
     ArrayAttr,
     DictionaryAttr,
     FunctionType,
@@ -46,12 +48,14 @@ from byoc.passes.loop_nests import (
     ConstantPool,
     ScalarBuilder,
     alloc,
+    compare_floats,
     copy_nest,
     dealloc,
     element_type_of,
     elementwise_nest,
     load_broadcast,
     loop_nest,
+    select,
     shape_of,
     store,
 )
@@ -106,6 +110,193 @@ def _clip(op: Operation) -> ScalarBuilder:
     return build
 
 
+def _less(b: BodyBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
+    return compare_floats(b, "olt", x, y)
+
+
+def _greater(b: BodyBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
+    return compare_floats(b, "ogt", x, y)
+
+
+def _clamp01(b: BodyBuilder, x: SSAValue, typ: Attribute) -> SSAValue:
+    """`min(max(x, 0), 1)`, NaN kept."""
+    raised = b.scalar(arith.MaximumfOp, x, b.constant(0.0, typ))
+    return b.scalar(arith.MinimumfOp, raised, b.constant(1.0, typ))
+
+
+def _exp_minus_one(b: BodyBuilder, x: SSAValue, typ: Attribute) -> SSAValue:
+    return b.scalar(arith.SubfOp, b.scalar(math.ExpOp, x), b.constant(1.0, typ))
+
+
+def _sign(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+    (x,) = args
+    zero = b.constant(0.0, typ)
+    negative = select(b, _less(b, x, zero), b.constant(-1.0, typ), x)
+    return select(b, _greater(b, x, zero), b.constant(1.0, typ), negative)
+
+
+_MANTISSA_BITS = {"f16": 10, "f32": 23, "f64": 52}
+
+
+def _round_even(b: BodyBuilder, x: SSAValue, typ: Attribute) -> SSAValue:
+    """`x` rounded to the nearest integer, halves to even, with arithmetic only
+    (no libm, so the C backend takes it): adding and subtracting 2**p, where
+    the float spacing is 1, rounds `|x| < 2**p` in the default rounding mode;
+    from 2**p on every float is an integer already."""
+    assert isinstance(typ, AnyFloat)
+    magic = b.constant(float(2 ** _MANTISSA_BITS[str(typ)]), typ)
+    size = b.scalar(math.AbsFOp, x)
+    rounded = b.scalar(arith.SubfOp, b.scalar(arith.AddfOp, size, magic), magic)
+    rounded = select(b, _less(b, size, magic), rounded, size)
+    negated = b.scalar(arith.NegfOp, rounded)
+    return select(b, _less(b, x, b.constant(0.0, typ)), negated, rounded)
+
+
+def _round(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+    return _round_even(b, args[0], typ)
+
+
+def _floor(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+    # The nearest integer, one less where that is above x.
+    (x,) = args
+    nearest = _round_even(b, x, typ)
+    lower = b.scalar(arith.SubfOp, nearest, b.constant(1.0, typ))
+    return select(b, _greater(b, nearest, x), lower, nearest)
+
+
+def _ceil(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+    (x,) = args
+    nearest = _round_even(b, x, typ)
+    upper = b.scalar(arith.AddfOp, nearest, b.constant(1.0, typ))
+    return select(b, _less(b, nearest, x), upper, nearest)
+
+
+def _reciprocal(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+    return b.scalar(arith.DivfOp, b.constant(1.0, typ), args[0])
+
+
+def _softplus(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+    # max(x, 0) + log(1 + exp(-|x|)): exp never overflows.
+    (x,) = args
+    small = b.scalar(math.ExpOp, b.scalar(arith.NegfOp, b.scalar(math.AbsFOp, x)))
+    tail = b.scalar(math.LogOp, b.scalar(arith.AddfOp, b.constant(1.0, typ), small))
+    return b.scalar(arith.AddfOp, b.scalar(arith.MaximumfOp, x, b.constant(0.0, typ)), tail)
+
+
+def _softsign(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+    (x,) = args
+    denominator = b.scalar(arith.AddfOp, b.constant(1.0, typ), b.scalar(math.AbsFOp, x))
+    return b.scalar(arith.DivfOp, x, denominator)
+
+
+def _hard_sigmoid_of(
+    b: BodyBuilder, x: SSAValue, alpha: float, beta: float, typ: Attribute
+) -> SSAValue:
+    scaled = b.scalar(arith.MulfOp, x, b.constant(alpha, typ))
+    return _clamp01(b, b.scalar(arith.AddfOp, scaled, b.constant(beta, typ)), typ)
+
+
+def _hard_swish(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+    (x,) = args
+    return b.scalar(arith.MulfOp, x, _hard_sigmoid_of(b, x, 1.0 / 6.0, 0.5, typ))
+
+
+def _float_attrs(op: Operation, *names: str) -> list[float]:
+    assert isinstance(op, relay.RelayOp)
+    attrs = op.attrs()
+    return [float(attrs[name]) for name in names]  # type: ignore[arg-type]
+
+
+def _leaky_relu(op: Operation) -> ScalarBuilder:
+    (alpha,) = _float_attrs(op, "alpha")
+
+    def build(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+        (x,) = args
+        scaled = b.scalar(arith.MulfOp, x, b.constant(alpha, typ))
+        return select(b, _less(b, x, b.constant(0.0, typ)), scaled, x)
+
+    return build
+
+
+def _elu(op: Operation) -> ScalarBuilder:
+    (alpha,) = _float_attrs(op, "alpha")
+
+    def build(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+        (x,) = args
+        below = b.scalar(arith.MulfOp, _exp_minus_one(b, x, typ), b.constant(alpha, typ))
+        return select(b, _less(b, x, b.constant(0.0, typ)), below, x)
+
+    return build
+
+
+def _selu(op: Operation) -> ScalarBuilder:
+    alpha, gamma = _float_attrs(op, "alpha", "gamma")
+
+    def build(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+        (x,) = args
+        below = b.scalar(arith.MulfOp, _exp_minus_one(b, x, typ), b.constant(alpha, typ))
+        chosen = select(b, _greater(b, x, b.constant(0.0, typ)), x, below)
+        return b.scalar(arith.MulfOp, chosen, b.constant(gamma, typ))
+
+    return build
+
+
+def _hard_sigmoid(op: Operation) -> ScalarBuilder:
+    alpha, beta = _float_attrs(op, "alpha", "beta")
+
+    def build(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+        return _hard_sigmoid_of(b, args[0], alpha, beta, typ)
+
+    return build
+
+
+def _shrink(op: Operation) -> ScalarBuilder:
+    bias, lambd = _float_attrs(op, "bias", "lambd")
+
+    def build(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+        (x,) = args
+        above = select(
+            b,
+            _greater(b, x, b.constant(lambd, typ)),
+            b.scalar(arith.SubfOp, x, b.constant(bias, typ)),
+            b.constant(0.0, typ),
+        )
+        return select(
+            b,
+            _less(b, x, b.constant(-lambd, typ)),
+            b.scalar(arith.AddfOp, x, b.constant(bias, typ)),
+            above,
+        )
+
+    return build
+
+
+def _gelu(op: Operation) -> ScalarBuilder:
+    assert isinstance(op, relay.GeluOp)
+    approximate = op.attrs()["approximate"] == "tanh"
+
+    def build(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+        (x,) = args
+        if approximate:
+            cube = b.scalar(arith.MulfOp, b.scalar(arith.MulfOp, x, x), x)
+            inner = b.scalar(
+                arith.AddfOp, x, b.scalar(arith.MulfOp, cube, b.constant(0.044715, typ))
+            )
+            scaled = b.scalar(
+                arith.MulfOp, inner, b.constant(pymath.sqrt(2.0 / pymath.pi), typ)
+            )
+            curve = b.scalar(math.TanhOp, scaled)
+        else:
+            scaled = b.scalar(arith.MulfOp, x, b.constant(pymath.sqrt(0.5), typ))
+            curve = b.scalar(math.ErfOp, scaled)
+        half = b.scalar(arith.MulfOp, x, b.constant(0.5, typ))
+        return b.scalar(
+            arith.MulfOp, half, b.scalar(arith.AddfOp, b.constant(1.0, typ), curve)
+        )
+
+    return build
+
+
 SCALAR_BUILDERS: dict[type[Operation], ScalarBuilder] = {
     relay.AddOp: _binary(arith.AddfOp),
     relay.SubtractOp: _binary(arith.SubfOp),
@@ -124,6 +315,14 @@ SCALAR_BUILDERS: dict[type[Operation], ScalarBuilder] = {
     relay.RsqrtOp: _unary(math.RsqrtOp),
     relay.SigmoidOp: _sigmoid,
     relay.ErfOp: _unary(math.ErfOp),
+    relay.SignOp: _sign,
+    relay.FloorOp: _floor,
+    relay.CeilOp: _ceil,
+    relay.RoundOp: _round,
+    relay.ReciprocalOp: _reciprocal,
+    relay.SoftplusOp: _softplus,
+    relay.SoftsignOp: _softsign,
+    relay.HardSwishOp: _hard_swish,
 }
 """Elementwise relay op class -> `(builder, scalar operands, element type) ->
 scalar result`, in operand order. Reusable wherever one element is computed
@@ -131,6 +330,12 @@ scalar result`, in operand order. Reusable wherever one element is computed
 
 SCALAR_BUILDERS_OF_OP: dict[type[Operation], Callable[[Operation], ScalarBuilder]] = {
     relay.ClipOp: _clip,
+    relay.LeakyReluOp: _leaky_relu,
+    relay.EluOp: _elu,
+    relay.SeluOp: _selu,
+    relay.HardSigmoidOp: _hard_sigmoid,
+    relay.ShrinkOp: _shrink,
+    relay.GeluOp: _gelu,
 }
 """Elementwise relay ops with attributes: op class -> `op -> its scalar builder`."""
 

@@ -17,6 +17,8 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
+    i1,
+    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
@@ -119,6 +121,29 @@ class BodyBuilder:
     def index(self, value: int) -> SSAValue:
         """The hoisted constant `value : index`."""
         return self.pool.get(value, INDEX)
+
+
+_CMPF_PREDICATES = {"ogt": IntegerAttr(2, i64), "olt": IntegerAttr(4, i64)}
+_NO_FASTMATH = arith.CmpfOp.create(
+    properties={"predicate": _CMPF_PREDICATES["olt"], "fastmath": arith.FastMathFlagsAttr("none")}
+).properties["fastmath"]
+
+
+def compare_floats(b: BodyBuilder, predicate: str, x: SSAValue, y: SSAValue) -> SSAValue:
+    """`arith.cmpf` with an ordered `predicate` (`olt`, `ogt`): false if either
+    is NaN, so a select on it keeps a NaN input on its "else" side."""
+    return b.scalar(
+        arith.CmpfOp,
+        x,
+        y,
+        result_type=i1,
+        properties={"predicate": _CMPF_PREDICATES[predicate], "fastmath": _NO_FASTMATH},
+    )
+
+
+def select(b: BodyBuilder, condition: SSAValue, x: SSAValue, y: SSAValue) -> SSAValue:
+    """`arith.select condition, x, y`."""
+    return b.scalar(arith.SelectOp, condition, x, y, result_type=x.type)
 
 
 ScalarBuilder = Callable[[BodyBuilder, Sequence[SSAValue], Attribute], SSAValue]

@@ -23,8 +23,10 @@ from byoc.passes.loop_nests import (
     INDEX,
     BodyBuilder,
     alloc,
+    compare_floats,
     dealloc,
     element_type_of,
+    select,
     shape_of,
 )
 
@@ -271,6 +273,25 @@ def lower_bias_add(
     add = arith.AddiOp if isinstance(element_type_of(out), IntegerType) else arith.AddfOp
     total = binary(inner, add, load(inner, data, ivs), load(inner, bias, [ivs[axis]]))
     store(inner, total, out, ivs)
+
+
+def lower_prelu(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.prelu` to one nest scaling the negative elements by
+    `alpha[i_axis]` (a select: NaN stays NaN)."""
+    assert isinstance(op, relay.PReluOp)
+    (data, alpha), (out,) = operands, results
+    shape = shape_of(out)
+    axis = relay.normalize_axis(op.attrs()["axis"], len(shape), op.name)
+    inner, ivs = nest(b, shape)
+    x = load(inner, data, ivs)
+    scaled = binary(inner, arith.MulfOp, x, load(inner, alpha, [ivs[axis]]))
+    negative = compare_floats(inner, "olt", x, b.constant(0.0, element_type_of(out)))
+    store(inner, select(inner, negative, scaled, x), out, ivs)
 
 
 def _normalise(
@@ -868,19 +889,28 @@ def divide_all(b: BodyBuilder, target: SSAValue, count: int) -> None:
     accumulate(inner, arith.DivfOp, target, ivs, divisor)
 
 
+_REDUCE_COMBINE: dict[type[Operation], tuple[type[Operation], float]] = {
+    relay.MaxOp: (arith.MaximumfOp, -pymath.inf),
+    relay.MinOp: (arith.MinimumfOp, pymath.inf),
+    relay.ProdOp: (arith.MulfOp, 1.0),
+}
+"""Reductions but sum and mean: how they combine and their identity."""
+
+
 def lower_reduce(
     b: BodyBuilder,
     op: Operation,
     operands: Sequence[SSAValue],
     results: Sequence[SSAValue],
 ) -> None:
-    """Lowers `relay.sum`, `relay.mean` and `relay.max` over their axes into the output."""
+    """Lowers `relay.sum`, `mean`, `max`, `min` and `prod` over their axes into the output."""
     assert isinstance(op, relay.ReduceOp)
     (data,), (out,) = operands, results
     axes = op.reduced_axes()
     keepdims = bool(op.attrs()["keepdims"])
-    if isinstance(op, relay.MaxOp):
-        reduce_into(b, data, out, axes, keepdims, arith.MaximumfOp, -pymath.inf)
+    combine = _REDUCE_COMBINE.get(type(op))
+    if combine is not None:
+        reduce_into(b, data, out, axes, keepdims, *combine)
         return
     reduce_into(b, data, out, axes, keepdims, arith.AddfOp, 0.0)
     if isinstance(op, relay.MeanOp):
@@ -1015,6 +1045,77 @@ def lower_layer_norm(
     release(b, std)
 
 
+def _sum_over(
+    b: BodyBuilder,
+    extents: Sequence[int],
+    term: Callable[[BodyBuilder, list[Index]], SSAValue],
+    target: SSAValue,
+) -> None:
+    """`target[] += sum of term(indices)` over the index space `extents`, the
+    last one in partial sums (`sum_along`)."""
+    if not extents:
+        accumulate(b, arith.AddfOp, target, [], term(b, []))
+        return
+    outer_b, outer = nest(b, extents[:-1], "r")
+    sum_along(
+        outer_b, extents[-1], lambda inner, k: term(inner, [*outer, k]), target, []
+    )
+
+
+def lower_instance_norm(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.instance_norm`: per instance and channel, the mean, then
+    the (population) variance over the other axes, in partial sums, then one
+    multiply-add per element (`x * scale + shift`, the two folded from gamma,
+    beta and the statistics)."""
+    assert isinstance(op, relay.InstanceNormOp)
+    (data, gamma, beta), (out,) = operands, results
+    attrs = op.attrs()
+    shape = shape_of(data)
+    axis = relay.normalize_axis(attrs["axis"], len(shape), op.name)
+    reduced = relay.instance_norm_axes(len(shape), axis, op.name)
+    kept = [d for d in range(len(shape)) if d not in reduced]
+    typ = element_type_of(out)
+    mean, spread = (entry_alloca(b, (), typ, name) for name in ("mean", "var"))
+    zero = b.constant(0.0, typ)
+
+    kept_b, kept_ivs = nest(b, [shape[d] for d in kept], ["n", "c"][: len(kept)])
+
+    def full(indices: Sequence[Index]) -> list[Index]:
+        where = dict(zip(kept, kept_ivs)) | dict(zip(reduced, indices))
+        return [where[d] for d in range(len(shape))]
+
+    extents = [shape[d] for d in reduced]
+    count = kept_b.constant(float(pymath.prod(extents)), typ)
+    store(kept_b, zero, mean, [])
+    store(kept_b, zero, spread, [])
+    _sum_over(kept_b, extents, lambda x_b, r: load(x_b, data, full(r)), mean)
+    centre = binary(kept_b, arith.DivfOp, load(kept_b, mean, []), count)
+
+    def square(x_b: BodyBuilder, r: list[Index]) -> SSAValue:
+        deviation = binary(x_b, arith.SubfOp, load(x_b, data, full(r)), centre)
+        return binary(x_b, arith.MulfOp, deviation, deviation)
+
+    _sum_over(kept_b, extents, square, spread)
+    variance = binary(kept_b, arith.DivfOp, load(kept_b, spread, []), count)
+    epsilon = kept_b.constant(attrs["epsilon"], typ)
+    std = kept_b.scalar(math.SqrtOp, binary(kept_b, arith.AddfOp, variance, epsilon))
+    channel = [kept_ivs[kept.index(axis)]] if axis in kept else [0]
+    scale = binary(kept_b, arith.DivfOp, kept_b.constant(1.0, typ), std)
+    if attrs["scale"]:
+        scale = binary(kept_b, arith.MulfOp, scale, load(kept_b, gamma, channel))
+    shift = binary(kept_b, arith.SubfOp, zero, binary(kept_b, arith.MulfOp, centre, scale))
+    if attrs["center"]:
+        shift = binary(kept_b, arith.AddfOp, shift, load(kept_b, beta, channel))
+    norm_b, r = nest(kept_b, extents, "r")
+    y = binary(norm_b, arith.MulfOp, load(norm_b, data, full(r)), scale)
+    store(norm_b, binary(norm_b, arith.AddfOp, y, shift), out, full(r))
+
+
 def lower_lrn(
     b: BodyBuilder,
     op: Operation,
@@ -1056,6 +1157,7 @@ def lower_lrn(
 
 NN_LOWERINGS: dict[type[Operation], OpLowering] = {
     relay.BiasAddOp: lower_bias_add,
+    relay.PReluOp: lower_prelu,
     relay.DenseOp: lower_dense,
     relay.MatmulOp: lower_matmul,
     relay.BatchMatmulOp: lower_batch_matmul,
@@ -1068,8 +1170,11 @@ NN_LOWERINGS: dict[type[Operation], OpLowering] = {
     relay.BatchNormOp: lower_batch_norm,
     relay.LayerNormOp: lower_layer_norm,
     relay.LrnOp: lower_lrn,
+    relay.InstanceNormOp: lower_instance_norm,
     relay.SumOp: lower_reduce,
     relay.MeanOp: lower_reduce,
     relay.MaxOp: lower_reduce,
+    relay.MinOp: lower_reduce,
+    relay.ProdOp: lower_reduce,
 }
 """Compute relay op class -> its lowering, for `LOWERINGS`."""

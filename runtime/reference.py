@@ -72,6 +72,40 @@ def _clip(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     return np.minimum(np.maximum(x, low), high)
 
 
+def _activation(fn: Callable[..., np.ndarray], *names: str) -> Kernel:
+    """An elementwise kernel with float attributes `names`, passed to `fn` after
+    the data, computed in float64 and rounded to the input's dtype."""
+
+    def kernel(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+        attrs = _attrs(op)
+        return _as(fn(_wide(args[0]), *(attrs[n] for n in names)), args[0])
+
+    return kernel
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def _hard_sigmoid(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    return np.clip(alpha * x + beta, 0.0, 1.0)
+
+
+def _gelu(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    x = _wide(args[0])
+    if _attrs(op)["approximate"] == "tanh":
+        curve = np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3))
+    else:
+        curve = _erf(x / math.sqrt(2.0))
+    return _as(0.5 * x * (1.0 + curve), args[0])
+
+
+def _prelu(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    data, alpha = args
+    axis = relay.normalize_axis(_attrs(op)["axis"], data.ndim, op.name)
+    return np.where(data < 0, data * _along(alpha, axis, data.ndim), data)
+
+
 def _attrs(op: Operation) -> dict[str, Any]:
     assert isinstance(op, relay.RelayOp)
     return op.attrs()
@@ -275,6 +309,17 @@ def _layer_norm(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     return _normalize(op, data, mean, var, gamma, beta, axis)
 
 
+def _instance_norm(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    data, gamma, beta = args
+    attrs = _attrs(op)
+    axis = relay.normalize_axis(attrs["axis"], data.ndim, op.name)
+    axes = relay.instance_norm_axes(data.ndim, axis, op.name)
+    x = _wide(data)
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    return _normalize(op, data, mean, var, gamma, beta, axis)
+
+
 def _lrn(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     (data,) = args
     attrs = _attrs(op)
@@ -345,6 +390,11 @@ def _max(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
     return np.max(x, axis=axis, keepdims=keepdims, initial=-np.inf)
 
 
+def _min(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
+    # An empty reduction gives +inf, the identity of min.
+    return np.min(x, axis=axis, keepdims=keepdims, initial=np.inf)
+
+
 def _constant(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     assert isinstance(op, relay.ConstantOp)
     return op.to_numpy()
@@ -368,6 +418,31 @@ REFERENCE: dict[str, Kernel] = {
     relay.RsqrtOp.name: _in_wide(lambda x: 1.0 / np.sqrt(x)),
     relay.SigmoidOp.name: _in_wide(lambda x: 1.0 / (1.0 + np.exp(-x))),
     relay.ErfOp.name: _in_wide(_erf),
+    relay.SignOp.name: _elementwise(np.sign),
+    relay.FloorOp.name: _elementwise(np.floor),
+    relay.CeilOp.name: _elementwise(np.ceil),
+    relay.RoundOp.name: _elementwise(np.round),  # halves to even
+    relay.ReciprocalOp.name: _elementwise(np.reciprocal),
+    relay.SoftplusOp.name: _in_wide(_softplus),
+    relay.SoftsignOp.name: _in_wide(lambda x: x / (1.0 + np.abs(x))),
+    relay.HardSwishOp.name: _in_wide(lambda x: x * _hard_sigmoid(x, 1.0 / 6.0, 0.5)),
+    relay.LeakyReluOp.name: _activation(lambda x, a: np.where(x < 0, a * x, x), "alpha"),
+    relay.EluOp.name: _activation(
+        lambda x, a: np.where(x < 0, a * np.expm1(x), x), "alpha"
+    ),
+    relay.SeluOp.name: _activation(
+        lambda x, a, g: g * np.where(x > 0, x, a * np.expm1(x)), "alpha", "gamma"
+    ),
+    relay.HardSigmoidOp.name: _activation(_hard_sigmoid, "alpha", "beta"),
+    relay.ShrinkOp.name: _activation(
+        lambda x, bias, lambd: np.where(
+            x < -lambd, x + bias, np.where(x > lambd, x - bias, 0.0)
+        ),
+        "bias",
+        "lambd",
+    ),
+    relay.GeluOp.name: _gelu,
+    relay.PReluOp.name: _prelu,
     relay.ClipOp.name: _clip,
     relay.BiasAddOp.name: _bias_add,
     relay.DenseOp.name: _dense,
@@ -382,6 +457,7 @@ REFERENCE: dict[str, Kernel] = {
     relay.BatchNormOp.name: _batch_norm,
     relay.LayerNormOp.name: _layer_norm,
     relay.LrnOp.name: _lrn,
+    relay.InstanceNormOp.name: _instance_norm,
     relay.ReshapeOp.name: _reshape,
     relay.TransposeOp.name: _transpose,
     relay.ConcatenateOp.name: _concatenate,
@@ -391,6 +467,8 @@ REFERENCE: dict[str, Kernel] = {
     relay.SumOp.name: _reduction(np.sum, wide=True),
     relay.MeanOp.name: _reduction(np.mean, wide=True),
     relay.MaxOp.name: _reduction(_max, wide=False),
+    relay.MinOp.name: _reduction(_min, wide=False),
+    relay.ProdOp.name: _reduction(np.prod, wide=True),
     relay.ConstantOp.name: _constant,
     **QNN_REFERENCE,
 }

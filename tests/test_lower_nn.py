@@ -202,6 +202,64 @@ def test_elementwise(exit):
     check(cases, [exit])
 
 
+HALVES = np.array(
+    [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.49999997, 0.50000006, 8388607.5, -8388609.0,
+     3e9, -1e-30, 1e30, 0.0],
+    np.float32,
+)
+"""Ties and near-ties of rounding, the last fractions below 2**23, large integers."""
+
+
+@pytest.mark.parametrize("exit", EXITS)
+def test_activations(exit):
+    """The elementwise ops of issue 10, on special values and rounding ties."""
+    cases = []
+    for op in (
+        relay.SignOp,
+        relay.FloorOp,
+        relay.CeilOp,
+        relay.RoundOp,
+        relay.ReciprocalOp,
+        relay.SoftplusOp,
+        relay.SoftsignOp,
+        relay.HardSwishOp,
+    ):
+        cases.append(Case(op.name, op, [special(3, 7, seed=1)]))
+        cases.append(Case(f"{op.name} halves", op, [HALVES]))
+        cases.append(Case(f"{op.name} rank 0", op, [np.array(-1.25, np.float32)]))
+    for label, make in [
+        ("leaky_relu", lambda d: relay.LeakyReluOp(d, 0.1)),
+        ("elu", lambda d: relay.EluOp(d, 0.7)),
+        ("selu", relay.SeluOp),
+        ("hard_sigmoid", lambda d: relay.HardSigmoidOp(d, 0.3, 0.4)),
+        ("shrink", lambda d: relay.ShrinkOp(d, 0.25, 0.75)),
+        ("gelu", relay.GeluOp),
+        ("gelu tanh", lambda d: relay.GeluOp(d, "tanh")),
+    ]:
+        cases.append(Case(label, make, [special(4, 5, seed=2)]))
+        cases.append(Case(f"{label} normal", make, [normal(2, 9, seed=3, scale=3.0)]))
+    for shape, axis in [((2, 3, 4, 5), 1), ((2, 3, 4), -1), ((5,), 0), ((4, 1), 1)]:
+        cases.append(
+            Case(
+                f"prelu {shape} axis {axis}",
+                lambda d, a, ax=axis: relay.PReluOp(d, a, axis=ax),
+                [special(*shape, seed=4), normal(shape[axis], seed=5)],
+            )
+        )
+    check(cases, [exit])
+
+
+@pytest.mark.parametrize("exit", EXITS)
+def test_rounding_in_float64(exit):
+    """Rounding adds and subtracts 2**52 for doubles (2**23 for floats)."""
+    x = np.concatenate([HALVES, [2.0**52 - 0.5, 4503599627370497.0, -2.5e15 - 0.5]])
+    cases = [
+        Case(op.name, op, [x.astype(np.float64)])
+        for op in (relay.RoundOp, relay.FloorOp, relay.CeilOp)
+    ]
+    check(cases, [exit])
+
+
 def test_maximum_and_clip_propagate_nan():
     x = np.array([np.nan, 1.0, -1.0, np.nan], np.float32)
     y = np.array([0.0, np.nan, -2.0, np.nan], np.float32)
@@ -303,6 +361,34 @@ def test_lrn(exit):
                     d, s, a, bias=1.5, alpha=0.3, beta=0.7
                 ),
                 [normal(*shape, seed=size, scale=2.0)],
+            )
+        )
+    check(cases, [exit])
+
+
+@pytest.mark.parametrize("exit", EXITS)
+def test_instance_norm(exit):
+    cases = []
+    for shape, axis, center, scale in [
+        ((2, 3, 4, 5), 1, True, True),
+        ((1, 2, 70), 1, True, True),  # a long row: partial sums
+        ((2, 3, 2, 2, 3), 1, False, True),
+        ((2, 4, 3), -1, True, False),
+        ((3, 4), 1, True, True),  # nothing to average: beta
+        ((2, 3, 4), 0, False, False),
+    ]:
+        c = shape[axis]
+        cases.append(
+            Case(
+                f"instance_norm {shape} axis {axis} center {center} scale {scale}",
+                lambda d, g, b, a=axis, ce=center, sc=scale: relay.InstanceNormOp(
+                    d, g, b, axis=a, epsilon=1e-3, center=ce, scale=sc
+                ),
+                [
+                    normal(*shape, seed=8, scale=3.0) + 1.0,
+                    normal(c, seed=9),
+                    normal(c, seed=10),
+                ],
             )
         )
     check(cases, [exit])
@@ -631,7 +717,7 @@ REDUCTIONS = [
 @pytest.mark.parametrize("exit", EXITS)
 def test_reductions(exit):
     cases = []
-    for op in (relay.SumOp, relay.MeanOp, relay.MaxOp):
+    for op in (relay.SumOp, relay.MeanOp, relay.MaxOp, relay.MinOp, relay.ProdOp):
         for i, (shape, axis, keepdims, exclude) in enumerate(REDUCTIONS):
             cases.append(
                 Case(
@@ -643,6 +729,7 @@ def test_reductions(exit):
     x = dyadic(3, 4, seed=9)
     x[1, 2] = np.nan
     cases.append(Case("max NaN", lambda d: relay.MaxOp(d, [1]), [x]))
+    cases.append(Case("min NaN", lambda d: relay.MinOp(d, [1]), [x]))
     check(cases, [exit])
 
 

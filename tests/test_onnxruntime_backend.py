@@ -95,6 +95,29 @@ def test_unary(name):
     offloaded(model, name)
 
 
+ACTIVATIONS = {
+    "leaky_relu": lambda x: relay.LeakyReluOp(x, 0.2),
+    "elu": lambda x: relay.EluOp(x, 0.7),
+    "selu": lambda x: relay.SeluOp(x),
+    "hard_sigmoid": lambda x: relay.HardSigmoidOp(x, 0.3, 0.4),
+    "shrink": lambda x: relay.ShrinkOp(x, 0.25, 0.75),
+    "gelu": lambda x: relay.GeluOp(x),
+    "gelu_tanh": lambda x: relay.GeluOp(x, "tanh"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_activation(name):
+    model = check(build([(2, 3, 5)], lambda e, x: e(ACTIVATIONS[name](x))))
+    op_name = "relay.nn." + name.removesuffix("_tanh")
+    offloaded(model, op_name)
+
+
+def test_prelu():
+    module = build([(2, 3, 4, 5), (3,)], lambda e, x, a: e(relay.PReluOp(x, a)))
+    offloaded(check(module), "relay.nn.prelu")
+
+
 def test_clip():
     model = check(build([(4, 6)], lambda e, x: e(relay.ClipOp(x, -0.5, 0.25))))
     offloaded(model, "relay.clip")
@@ -296,6 +319,20 @@ def test_lrn_onnxruntime_cannot_run_stays_on_the_host(shape, size, axis, reason)
     op = next(o for o in module.walk() if isinstance(o, relay.LrnOp))
     assert reason in ort_backend.SUPPORTED["relay.nn.lrn"](op)
     assert "relay.nn.lrn" in host_ir(check(module))
+
+
+@pytest.mark.parametrize("center, scale", [(True, True), (False, False)])
+def test_instance_norm(center, scale):
+    module = build(
+        [(2, 3, 4, 5), (3,), (3,)],
+        lambda e, x, g, b: e(relay.InstanceNormOp(x, g, b, 1, 1e-3, center, scale)),
+    )
+    offloaded(check(module), "relay.nn.instance_norm")
+
+
+def test_instance_norm_on_another_axis_stays_on_the_host():
+    module = build([(2, 3, 4), (4,), (4,)], lambda e, x, g, b: e(relay.InstanceNormOp(x, g, b, 2)))
+    assert "relay.nn.instance_norm" in host_ir(check(module))
 
 
 SHAPE_OPS = {

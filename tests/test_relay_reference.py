@@ -165,6 +165,15 @@ def _sigmoid(v: float) -> float:
     return 1.0 / (1.0 + math.exp(-v)) if v > -700 else 0.0
 
 
+def _integral(fn: Callable[[float], int]) -> Callable[[float], float]:
+    """`fn` (floor, ceil, round) on finite values; infinities and NaN kept."""
+    return lambda v: float(fn(v)) if math.isfinite(v) else v
+
+
+def _softplus(v: float) -> float:
+    return math.log1p(math.exp(v)) if v < 30 else v + math.log1p(math.exp(-v))
+
+
 UNARY_MATH = {
     relay.ReluOp: scalar_math(lambda v: max(v, 0.0)),
     relay.TanhOp: scalar_math(math.tanh),
@@ -176,6 +185,14 @@ UNARY_MATH = {
     relay.RsqrtOp: scalar_math(lambda v: 1.0 / _sqrt(v) if v != 0 else math.copysign(math.inf, v)),
     relay.SigmoidOp: scalar_math(_sigmoid),
     relay.ErfOp: scalar_math(math.erf),
+    relay.SignOp: scalar_math(lambda v: v if v == 0 or v != v else math.copysign(1.0, v)),
+    relay.FloorOp: scalar_math(_integral(math.floor)),
+    relay.CeilOp: scalar_math(_integral(math.ceil)),
+    relay.RoundOp: scalar_math(_integral(round)),  # Python rounds halves to even
+    relay.ReciprocalOp: scalar_math(lambda v: 1.0 / v if v != 0 else math.copysign(math.inf, v)),
+    relay.SoftplusOp: scalar_math(_softplus),
+    relay.SoftsignOp: scalar_math(lambda v: v / (1.0 + abs(v))),
+    relay.HardSwishOp: scalar_math(lambda v: v * min(max(v / 6.0 + 0.5, 0.0), 1.0)),
 }
 
 
@@ -201,6 +218,68 @@ def test_unary_edge_values():
     np.testing.assert_allclose(
         run_op(relay.ErfOp, tiny), scalar_math(math.erf)(tiny), rtol=1e-7
     )
+
+
+def test_round_halves_to_even():
+    x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 8388607.5, 2.0**24 + 2], F32)
+    np.testing.assert_array_equal(
+        run_op(relay.RoundOp, x), [-2, -2, -0.0, 0, 2, 2, 8388608, 2.0**24 + 2]
+    )
+
+
+def _expm1(v: float) -> float:
+    return math.expm1(v) if v > -700 else -1.0
+
+
+ACTIVATIONS = [
+    # (op builder, per-element meaning)
+    (lambda d: relay.LeakyReluOp(d), lambda v: v if v >= 0 else 0.01 * v),
+    (lambda d: relay.LeakyReluOp(d, 0.3), lambda v: v if v >= 0 else 0.3 * v),
+    (lambda d: relay.EluOp(d, 0.7), lambda v: v if v >= 0 else 0.7 * _expm1(v)),
+    (
+        lambda d: relay.SeluOp(d),
+        lambda v: relay.SELU_GAMMA * (v if v > 0 else relay.SELU_ALPHA * _expm1(v)),
+    ),
+    (lambda d: relay.SeluOp(d, 2.0, 0.5), lambda v: 0.5 * (v if v > 0 else 2.0 * _expm1(v))),
+    (lambda d: relay.HardSigmoidOp(d), lambda v: min(max(0.2 * v + 0.5, 0.0), 1.0)),
+    (lambda d: relay.HardSigmoidOp(d, 0.5, 0.25), lambda v: min(max(0.5 * v + 0.25, 0.0), 1.0)),
+    (lambda d: relay.ShrinkOp(d), lambda v: v + 0.0 if v < -0.5 else (v - 0.0 if v > 0.5 else 0.0)),
+    (lambda d: relay.ShrinkOp(d, 1.5, 1.0), lambda v: v + 1.5 if v < -1.0 else (v - 1.5 if v > 1.0 else 0.0)),
+    (lambda d: relay.GeluOp(d), lambda v: 0.5 * v * (1 + math.erf(v / math.sqrt(2)))),
+    (
+        lambda d: relay.GeluOp(d, "tanh"),
+        lambda v: 0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v**3))),
+    ),
+]
+
+
+@pytest.mark.parametrize("index", range(len(ACTIVATIONS)))
+def test_activations_against_math(index):
+    build, meaning = ACTIVATIONS[index]
+    x = np.concatenate([rand((3, 7), index, -4.0, 4.0).ravel(), [0.0, -0.0, 1e-30, -1e-30, -40.0, 40.0]])
+    x = x.astype(F32)
+    out = run_op(build, x)
+    expected = np.array([meaning(float(v)) for v in x], np.float64).astype(F32)
+    np.testing.assert_allclose(out, expected, rtol=2.5e-7, atol=1e-45)
+
+
+def test_gelu_rejects_an_unknown_approximation():
+    x = Block(arg_types=[TensorType(f32, [3])]).args[0]
+    op = relay.GeluOp(x, "sigmoid")
+    with pytest.raises(VerifyException, match='approximate "sigmoid" is not one of "none", "tanh"'):
+        op.verify()
+
+
+@pytest.mark.parametrize("axis", [1, -1, 0])
+def test_prelu(axis):
+    data = rand((2, 3, 4), 21)
+    alpha = rand((data.shape[axis],), 22)
+    out = run_op(lambda d, a: relay.PReluOp(d, a, axis), data, alpha)
+    for index in itertools.product(*map(range, data.shape)):
+        v = float(data[index])
+        assert out[index] == (v if v >= 0 else F32(v * float(alpha[index[axis]])))
+    with pytest.raises(VerifyException, match="alpha has shape \\[5\\] but data has 3 elements along axis 1"):
+        run_op(relay.PReluOp, data, rand((5,), 1))
 
 
 def test_clip():
@@ -717,7 +796,13 @@ def test_expand_dims(axis, num_newaxis):
 
 # --- Reductions ---------------------------------------------------------------------------
 
-REDUCE_NUMPY = {relay.SumOp: np.sum, relay.MeanOp: np.mean, relay.MaxOp: np.max}
+REDUCE_NUMPY = {
+    relay.SumOp: np.sum,
+    relay.MeanOp: np.mean,
+    relay.MaxOp: np.max,
+    relay.MinOp: np.min,
+    relay.ProdOp: np.prod,
+}
 
 
 @settings(max_examples=80, deadline=None)
@@ -745,6 +830,36 @@ def test_reductions_match_numpy(shape, op_type, keepdims, exclude, data):
     expected = REDUCE_NUMPY[op_type](x.astype(np.float64), axis=axes, keepdims=keepdims)
     assert out.shape == np.shape(expected)
     np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_reduction_table_is_complete():
+    assert set(REDUCE_NUMPY) == set(relay.REDUCTION_OPS)
+
+
+@pytest.mark.parametrize("axis", [1, -1, 0, 2])
+def test_instance_norm(axis):
+    data = rand((2, 3, 4, 5), 31, -3, 7)
+    c = data.shape[axis]
+    gamma, beta = rand((c,), 32), rand((c,), 33)
+    out = run_op(lambda d, g, b: relay.InstanceNormOp(d, g, b, axis, 1e-3), data, gamma, beta)
+    ax = axis % 4
+    expected = np.empty(data.shape)
+    x = data.astype(np.float64)
+    for n, k in itertools.product(range(2), range(c)):
+        if ax == 0 and k != n:
+            continue  # the channel is the instance
+        index = tuple(n if d == 0 else (k if d == ax else slice(None)) for d in range(4))
+        block = x[index]
+        mean = block.sum() / block.size
+        var = ((block - mean) ** 2).sum() / block.size
+        expected[index] = (block - mean) / math.sqrt(var + 1e-3) * gamma[k] + beta[k]
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    plain = run_op(
+        lambda d, g, b: relay.InstanceNormOp(d, g, b, axis, 0.0, False, False), data, gamma, beta
+    )
+    axes = relay.instance_norm_axes(4, axis)
+    np.testing.assert_allclose(plain.mean(axis=axes), 0.0, atol=1e-5)
+    np.testing.assert_allclose(plain.var(axis=axes), 1.0, rtol=1e-4)
 
 
 # --- Constants ------------------------------------------------------------------------------

@@ -303,6 +303,41 @@ class BiasAddOp(InferredOp):
         return TensorType(data.element_type, shape)
 
 
+@irdl_op_definition
+class PReluOp(InferredOp):
+    """Elementwise `data` where `data >= 0`, else `alpha * data`, with the 1-d
+    `alpha` laid along `axis` of `data` (default 1, the channels)."""
+
+    name = "relay.nn.prelu"
+
+    data = operand_def(TensorType)
+    alpha = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64], default_value=i64_attr(1))
+
+    assembly_format = (
+        "$data `,` $alpha attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        data: SSAValue,
+        alpha: SSAValue,
+        axis: int = 1,
+        result_type: Attribute | None = None,
+    ):
+        self._build([data, alpha], {"axis": i64_attr(axis)}, result_type)
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data, alpha = _tensors(
+            cls.name, [("data", operand_types[0]), ("alpha", operand_types[1])]
+        )
+        ax = normalize_axis(attrs["axis"], len(data.get_shape()), cls.name)
+        _check_channel_vector(data.get_shape(), alpha.get_shape(), ax, cls.name, "alpha")
+        return data
+
+
 # --- Linear algebra ------------------------------------------------------------
 
 
@@ -867,4 +902,68 @@ class LrnOp(InferredOp):
         normalize_axis(attrs["axis"], len(data.get_shape()), cls.name)
         if attrs["size"] < 1:
             raise _error(cls.name, f"size must be positive, got {attrs['size']}")
+        return data
+
+
+def instance_norm_axes(rank: int, axis: int, op_name: str = "relay.nn.instance_norm") -> tuple[int, ...]:
+    """The axes instance_norm averages over: every axis but 0 (the batch) and `axis`."""
+    ax = normalize_axis(axis, rank, op_name)
+    return tuple(d for d in range(1, rank) if d != ax)
+
+
+@irdl_op_definition
+class InstanceNormOp(InferredOp):
+    """Normalises each instance and channel of `data` to mean 0 and variance 1
+    (population variance, plus `epsilon`) over every axis but 0 (the batch) and
+    `axis` (default 1, the channels), then `* gamma` if `scale` and `+ beta` if
+    `center`, both laid along `axis`."""
+
+    name = "relay.nn.instance_norm"
+
+    data = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64], default_value=i64_attr(1))
+    epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
+    center = prop_def(BoolAttr, default_value=bool_attr(True))
+    scale = prop_def(BoolAttr, default_value=bool_attr(True))
+
+    assembly_format = (
+        "$data `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        data: SSAValue,
+        gamma: SSAValue,
+        beta: SSAValue,
+        axis: int = 1,
+        epsilon: float = 1e-5,
+        center: bool = True,
+        scale: bool = True,
+        result_type: Attribute | None = None,
+    ):
+        self._build(
+            [data, gamma, beta],
+            {
+                "axis": i64_attr(axis),
+                "epsilon": float_attr(epsilon),
+                "center": bool_attr(center),
+                "scale": bool_attr(scale),
+            },
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        names = ("data", "gamma", "beta")
+        data, gamma, beta = _tensors(cls.name, list(zip(names, operand_types)))
+        _check_epsilon(cls.name, attrs)
+        shape = data.get_shape()
+        if len(shape) < 2:
+            raise _error(cls.name, f"data must have rank at least 2, got shape {list(shape)}")
+        ax = normalize_axis(attrs["axis"], len(shape), cls.name)
+        _check_channel_vector(shape, gamma.get_shape(), ax, cls.name, "gamma")
+        _check_channel_vector(shape, beta.get_shape(), ax, cls.name, "beta")
         return data

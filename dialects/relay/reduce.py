@@ -1,4 +1,4 @@
-"""Reductions (TVM's relay/op/reduce): sum, mean, max over axes."""
+"""Reductions (TVM's relay/op/reduce): sum, mean, max, min, prod over axes."""
 
 from __future__ import annotations
 
@@ -139,3 +139,17 @@ class MaxOp(ReduceOp):
     name = "relay.max"
 
 
+
+
+@irdl_op_definition
+class MinOp(ReduceOp):
+    """The minimum of `data` over the reduced axes."""
+
+    name = "relay.min"
+
+
+@irdl_op_definition
+class ProdOp(ReduceOp):
+    """The product of `data` over the reduced axes."""
+
+    name = "relay.prod"

@@ -10,6 +10,7 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerType,
+    StringAttr,
     TensorType,
     f64,
 )
@@ -27,8 +28,10 @@ from xdsl.utils.exceptions import VerifyException
 from byoc.dialects.relay.base import (
     RelayOp,
     _error,
+    _string_attr,
     broadcast_shapes,
     check_result,
+    float_attr,
     integer_range,
     tensor_of,
 )
@@ -92,6 +95,20 @@ class ElementwiseUnaryOp(RelayOp, abc.ABC):
     def verify_(self) -> None:
         typ = tensor_of(self.data, self.name, "data", self.INTEGER_DATA)
         check_result(self, typ.get_shape(), typ.element_type)
+
+    def _init_with(
+        self,
+        data: SSAValue,
+        result_type: Attribute | None,
+        **properties: Attribute,
+    ) -> None:
+        """Initialise an op of this family that has attributes."""
+        RelayOp.__init__(
+            self,
+            operands=[data],
+            result_types=[result_type or data.type],
+            properties=properties,
+        )
 
 
 @irdl_op_definition
@@ -261,3 +278,185 @@ class ClipOp(ElementwiseUnaryOp):
         if not low <= high:
             raise _error(self.name, f"a_min ({low}) must not exceed a_max ({high})")
 
+
+
+@irdl_op_definition
+class SignOp(ElementwiseUnaryOp):
+    """Elementwise sign: 1 above 0, -1 below, `data` itself at +-0 and NaN."""
+
+    name = "relay.sign"
+
+
+@irdl_op_definition
+class FloorOp(ElementwiseUnaryOp):
+    """Elementwise largest integer not above `data` (infinities and NaN kept)."""
+
+    name = "relay.floor"
+
+
+@irdl_op_definition
+class CeilOp(ElementwiseUnaryOp):
+    """Elementwise smallest integer not below `data` (infinities and NaN kept)."""
+
+    name = "relay.ceil"
+
+
+@irdl_op_definition
+class RoundOp(ElementwiseUnaryOp):
+    """Elementwise nearest integer, halves to even (as numpy.round and ONNX's
+    Round: 2.5 -> 2, -0.5 -> -0); infinities and NaN kept."""
+
+    name = "relay.round"
+
+
+@irdl_op_definition
+class ReciprocalOp(ElementwiseUnaryOp):
+    """Elementwise `1 / data`."""
+
+    name = "relay.reciprocal"
+
+
+@irdl_op_definition
+class SoftplusOp(ElementwiseUnaryOp):
+    """Elementwise `log(1 + exp(data))`, computed as
+    `max(data, 0) + log(1 + exp(-|data|))` so it never overflows."""
+
+    name = "relay.nn.softplus"
+
+
+@irdl_op_definition
+class SoftsignOp(ElementwiseUnaryOp):
+    """Elementwise `data / (1 + |data|)`."""
+
+    name = "relay.nn.softsign"
+
+
+@irdl_op_definition
+class HardSwishOp(ElementwiseUnaryOp):
+    """Elementwise `data * clip(data / 6 + 1/2, 0, 1)` (ONNX's HardSwish)."""
+
+    name = "relay.nn.hard_swish"
+
+
+@irdl_op_definition
+class LeakyReluOp(ElementwiseUnaryOp):
+    """Elementwise `data` where `data >= 0`, else `alpha * data`."""
+
+    name = "relay.nn.leaky_relu"
+
+    alpha = prop_def(FloatAttr, default_value=float_attr(0.01))
+
+    def __init__(
+        self, data: SSAValue, alpha: float = 0.01, result_type: Attribute | None = None
+    ):
+        self._init_with(data, result_type, alpha=float_attr(alpha))
+
+
+@irdl_op_definition
+class EluOp(ElementwiseUnaryOp):
+    """Elementwise `data` where `data >= 0`, else `alpha * (exp(data) - 1)`."""
+
+    name = "relay.nn.elu"
+
+    alpha = prop_def(FloatAttr, default_value=float_attr(1.0))
+
+    def __init__(
+        self, data: SSAValue, alpha: float = 1.0, result_type: Attribute | None = None
+    ):
+        self._init_with(data, result_type, alpha=float_attr(alpha))
+
+
+SELU_ALPHA = 1.67326319217681884765625
+SELU_GAMMA = 1.05070102214813232421875
+"""ONNX's (and PyTorch's) Selu constants, as float32 values."""
+
+
+@irdl_op_definition
+class SeluOp(ElementwiseUnaryOp):
+    """Elementwise `gamma * data` where `data > 0`, else
+    `gamma * alpha * (exp(data) - 1)` (defaults: the self-normalising constants)."""
+
+    name = "relay.nn.selu"
+
+    alpha = prop_def(FloatAttr, default_value=float_attr(SELU_ALPHA))
+    gamma = prop_def(FloatAttr, default_value=float_attr(SELU_GAMMA))
+
+    def __init__(
+        self,
+        data: SSAValue,
+        alpha: float = SELU_ALPHA,
+        gamma: float = SELU_GAMMA,
+        result_type: Attribute | None = None,
+    ):
+        self._init_with(
+            data, result_type, alpha=float_attr(alpha), gamma=float_attr(gamma)
+        )
+
+
+@irdl_op_definition
+class HardSigmoidOp(ElementwiseUnaryOp):
+    """Elementwise `clip(alpha * data + beta, 0, 1)`."""
+
+    name = "relay.nn.hard_sigmoid"
+
+    alpha = prop_def(FloatAttr, default_value=float_attr(0.2))
+    beta = prop_def(FloatAttr, default_value=float_attr(0.5))
+
+    def __init__(
+        self,
+        data: SSAValue,
+        alpha: float = 0.2,
+        beta: float = 0.5,
+        result_type: Attribute | None = None,
+    ):
+        self._init_with(data, result_type, alpha=float_attr(alpha), beta=float_attr(beta))
+
+
+@irdl_op_definition
+class ShrinkOp(ElementwiseUnaryOp):
+    """Elementwise `data + bias` below `-lambd`, `data - bias` above `lambd`,
+    else 0."""
+
+    name = "relay.nn.shrink"
+
+    bias = prop_def(FloatAttr, default_value=float_attr(0.0))
+    lambd = prop_def(FloatAttr, default_value=float_attr(0.5))
+
+    def __init__(
+        self,
+        data: SSAValue,
+        bias: float = 0.0,
+        lambd: float = 0.5,
+        result_type: Attribute | None = None,
+    ):
+        self._init_with(data, result_type, bias=float_attr(bias), lambd=float_attr(lambd))
+
+
+GELU_APPROXIMATIONS = ("none", "tanh")
+
+
+@irdl_op_definition
+class GeluOp(ElementwiseUnaryOp):
+    """Elementwise Gaussian error linear unit: `data / 2 * (1 + erf(data / sqrt(2)))`,
+    or with `approximate = "tanh"`
+    `data / 2 * (1 + tanh(sqrt(2 / pi) * (data + 0.044715 * data ** 3)))`."""
+
+    name = "relay.nn.gelu"
+
+    approximate = prop_def(StringAttr, default_value=StringAttr("none"))
+
+    def __init__(
+        self,
+        data: SSAValue,
+        approximate: str = "none",
+        result_type: Attribute | None = None,
+    ):
+        self._init_with(data, result_type, approximate=_string_attr(approximate))
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.approximate.data not in GELU_APPROXIMATIONS:
+            raise _error(
+                self.name,
+                f'approximate "{self.approximate.data}" is not one of "none", "tanh"',
+            )

@@ -13,6 +13,7 @@ from byoc.dialects import relay
 from byoc.frontend.onnx.graph import (
     Converter,
     Node,
+    shape_of,
 )
 
 if TYPE_CHECKING:
@@ -51,6 +52,59 @@ def _mean(node: Node) -> SSAValue:
     if count == 1:
         return total
     return node.emit(relay.DivideOp(total, node.const(float(count))))
+
+
+def _with_attrs(op_type: type[relay.ElementwiseUnaryOp], **defaults: float) -> Converter:
+    """A unary op whose float attributes are the node's (ONNX names and defaults)."""
+
+    def convert(node: Node) -> SSAValue:
+        attrs = {name: float(node.attr(name, default)) for name, default in defaults.items()}
+        return node.emit(op_type(node.value(0), **attrs))
+
+    return convert
+
+
+def _gelu(node: Node) -> SSAValue:
+    approximate = node.attr("approximate", "none")
+    if approximate not in relay.GELU_APPROXIMATIONS:
+        raise node.error(f"approximate '{approximate}' is not one of 'none', 'tanh'")
+    return node.emit(relay.GeluOp(node.value(0), approximate=approximate))
+
+
+def _prelu(node: Node) -> SSAValue:
+    """PRelu's slope broadcasts to the input (unidirectionally): one value is a
+    leaky_relu, values along one axis a prelu, anything else the formula
+    `max(x, 0) + slope * min(x, 0)`."""
+    data = node.value(0)
+    shape = shape_of(data)
+    slope_shape = node.shape(1)
+    if node.graph.opset < 7 and len(shape) >= 2 and slope_shape == (shape[1],):
+        # Before opset 7 a slope of one value per channel ran along axis 1.
+        slope_shape = (shape[1], *(1,) * (len(shape) - 2))
+    if len(slope_shape) > len(shape) or any(
+        s not in (1, d) for s, d in zip(reversed(slope_shape), reversed(shape))
+    ):
+        raise node.error(
+            f"the slope's shape {list(slope_shape)} does not broadcast to the input's "
+            f"{list(shape)}"
+        )
+    aligned = (1,) * (len(shape) - len(slope_shape)) + tuple(slope_shape)
+    axes = [axis for axis, size in enumerate(aligned) if size != 1]
+    if not axes and node.is_constant(1):
+        alpha = float(node.constant(1, "slope").reshape(-1)[0])
+        return node.emit(relay.LeakyReluOp(data, alpha=alpha))
+    if len(axes) == 1:
+        (axis,) = axes
+        if node.is_constant(1):
+            alpha = node.const(node.constant(1, "slope").reshape(-1), node.inputs[1])
+        else:
+            alpha = node.emit(relay.ReshapeOp(node.value(1), (shape[axis],)))
+        return node.emit(relay.PReluOp(data, alpha, axis=axis))
+    zero = node.const(0.0)
+    positive = node.emit(relay.MaximumOp(data, zero))
+    negative = node.emit(relay.MinimumOp(data, zero))
+    scaled = node.emit(relay.MultiplyOp(negative, node.value(1)))
+    return node.emit(relay.AddOp(positive, scaled))
 
 
 def _pow(node: Node) -> SSAValue:
@@ -96,4 +150,19 @@ CONVERTERS: dict[str, Converter] = {
     "Neg": _unary(relay.NegativeOp),
     "Abs": _unary(relay.AbsOp),
     "Clip": _clip,
+    "Sign": _unary(relay.SignOp),
+    "Floor": _unary(relay.FloorOp),
+    "Ceil": _unary(relay.CeilOp),
+    "Round": _unary(relay.RoundOp),
+    "Reciprocal": _unary(relay.ReciprocalOp),
+    "Softplus": _unary(relay.SoftplusOp),
+    "Softsign": _unary(relay.SoftsignOp),
+    "HardSwish": _unary(relay.HardSwishOp),
+    "LeakyRelu": _with_attrs(relay.LeakyReluOp, alpha=0.01),
+    "Elu": _with_attrs(relay.EluOp, alpha=1.0),
+    "Selu": _with_attrs(relay.SeluOp, alpha=relay.SELU_ALPHA, gamma=relay.SELU_GAMMA),
+    "HardSigmoid": _with_attrs(relay.HardSigmoidOp, alpha=0.2, beta=0.5),
+    "Shrink": _with_attrs(relay.ShrinkOp, bias=0.0, lambd=0.5),
+    "Gelu": _gelu,
+    "PRelu": _prelu,
 }

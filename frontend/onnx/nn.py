@@ -24,20 +24,25 @@ if TYPE_CHECKING:
 Shape = tuple[int, ...]
 
 
-def _softmax(node: Node) -> SSAValue:
-    data = node.value(0)
-    shape = shape_of(data)
-    rank = len(shape)
-    if node.graph.opset >= 13:
-        axis = relay.normalize_axis(node.attr("axis", -1), rank, "Softmax")
-        return node.emit(relay.SoftmaxOp(data, axis=axis))
-    # Before opset 13 the input is seen as 2-d: [prod(dims < axis), prod(dims >= axis)].
-    axis = relay.normalize_axis(node.attr("axis", 1), rank, "Softmax")
-    if axis == rank - 1:
-        return node.emit(relay.SoftmaxOp(data, axis=-1))
-    flat = (math.prod(shape[:axis]), math.prod(shape[axis:]))
-    out = node.emit(relay.SoftmaxOp(node.emit(relay.ReshapeOp(data, flat)), axis=1))
-    return node.emit(relay.ReshapeOp(out, shape))
+def _softmax(op_type: type[relay.SoftmaxBase]) -> Converter:
+    """Softmax or LogSoftmax: along `axis` from opset 13, before it over the
+    input seen as 2-d `[prod(dims < axis), prod(dims >= axis)]`."""
+
+    def convert(node: Node) -> SSAValue:
+        data = node.value(0)
+        shape = shape_of(data)
+        rank = len(shape)
+        if node.graph.opset >= 13:
+            axis = relay.normalize_axis(node.attr("axis", -1), rank, node.op_type)
+            return node.emit(op_type(data, axis=axis))
+        axis = relay.normalize_axis(node.attr("axis", 1), rank, node.op_type)
+        if axis == rank - 1:
+            return node.emit(op_type(data, axis=-1))
+        flat = (math.prod(shape[:axis]), math.prod(shape[axis:]))
+        out = node.emit(op_type(node.emit(relay.ReshapeOp(data, flat)), axis=1))
+        return node.emit(relay.ReshapeOp(out, shape))
+
+    return convert
 
 
 # Convolution and pooling
@@ -439,6 +444,18 @@ def _flat_parameter(node: Node, i: int, normalized: Shape) -> SSAValue | None:
     return node.const(flat, node.inputs[i])
 
 
+def _instance_normalization(node: Node) -> SSAValue:
+    data = node.value(0)
+    if len(shape_of(data)) < 3:
+        raise node.error(
+            f"the input must be N x C x D1 x ... (rank >= 3), got {list(shape_of(data))}"
+        )
+    epsilon = float(node.attr("epsilon", 1e-5))
+    return node.emit(
+        relay.InstanceNormOp(data, node.value(1), node.value(2), axis=1, epsilon=epsilon)
+    )
+
+
 def _lrn(node: Node) -> SSAValue:
     size = node.attr("size")
     if size is None:
@@ -462,7 +479,8 @@ def _lrn(node: Node) -> SSAValue:
 
 
 CONVERTERS: dict[str, Converter] = {
-    "Softmax": _softmax,
+    "Softmax": _softmax(relay.SoftmaxOp),
+    "LogSoftmax": _softmax(relay.LogSoftmaxOp),
     "Conv": _conv,
     "MaxPool": _pool,
     "AveragePool": _pool,
@@ -472,4 +490,5 @@ CONVERTERS: dict[str, Converter] = {
     "BatchNormalization": _batch_normalization,
     "LayerNormalization": _layer_normalization,
     "LRN": _lrn,
+    "InstanceNormalization": _instance_normalization,
 }

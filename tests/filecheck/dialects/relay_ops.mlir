@@ -224,3 +224,41 @@ func.func @lrn(%x: tensor<1x6x2x3xf32>) -> tensor<1x6x2x3xf32> {
   %1 = relay.nn.lrn %0 {size = 4 : i64, axis = 3 : i64, bias = 1.0 : f32, alpha = 1.0e-4 : f32, beta = 0.5 : f32} : (tensor<1x6x2x3xf32>) -> tensor<1x6x2x3xf32>
   func.return %1 : tensor<1x6x2x3xf32>
 }
+
+// CHECK-LABEL: func.func @activations(
+// CHECK-NEXT:    %0 = relay.sign %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %1 = relay.round %0 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %2 = relay.nn.leaky_relu %1 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %3 = relay.nn.selu %2 {gamma = 2.000000e+00 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %4 = relay.nn.gelu %3 {approximate = "tanh"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %5 = relay.nn.shrink %4 {bias = 1.000000e+00 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %6 = relay.nn.prelu %5, %s : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    func.return %6 : tensor<2x3xf32>
+// GENERIC-LABEL: sym_name = "activations"
+// GENERIC:       "relay.nn.leaky_relu"(%{{.*}}) <{alpha = 1.000000e-02 : f32}>
+// GENERIC:       "relay.nn.gelu"(%{{.*}}) <{approximate = "tanh"}>
+// GENERIC:       "relay.nn.prelu"(%{{.*}}, %s) <{axis = 1 : i64}>
+func.func @activations(%x: tensor<2x3xf32>, %s: tensor<3xf32>) -> tensor<2x3xf32> {
+  %0 = relay.sign %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %1 = relay.round %0 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %2 = relay.nn.leaky_relu %1 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %3 = relay.nn.selu %2 {gamma = 2.0 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %4 = relay.nn.gelu %3 {approximate = "tanh"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %5 = relay.nn.shrink %4 {bias = 1.0 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %6 = relay.nn.prelu %5, %s : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  func.return %6 : tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @more_reductions(
+// CHECK-NEXT:    %0 = relay.min %x {axis = array<i64: 1>} : (tensor<2x3x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:    %1 = relay.prod %0 {keepdims = true} : (tensor<2x4xf32>) -> tensor<1x1xf32>
+// CHECK-NEXT:    %2 = relay.nn.instance_norm %x, %c, %c {epsilon = 1.000000e-03 : f32} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
+// GENERIC-LABEL: sym_name = "more_reductions"
+// GENERIC:       "relay.min"(%x) <{axis = array<i64: 1>, keepdims = false, exclude = false}>
+// GENERIC:       "relay.nn.instance_norm"(%x, %c, %c) <{axis = 1 : i64, epsilon = 1.000000e-03 : f32, center = true, scale = true}>
+func.func @more_reductions(%x: tensor<2x3x4xf32>, %c: tensor<3xf32>) -> (tensor<1x1xf32>, tensor<2x3x4xf32>) {
+  %0 = relay.min %x {axis = array<i64: 1>} : (tensor<2x3x4xf32>) -> tensor<2x4xf32>
+  %1 = relay.prod %0 {keepdims = true} : (tensor<2x4xf32>) -> tensor<1x1xf32>
+  %2 = relay.nn.instance_norm %x, %c, %c {epsilon = 1.0e-3 : f32} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
+  func.return %1, %2 : tensor<1x1xf32>, tensor<2x3x4xf32>
+}

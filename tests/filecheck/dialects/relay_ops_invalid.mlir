@@ -594,3 +594,27 @@ func.func @main() -> tensor<f32> {
 }
 // CHECK: relay_ops_invalid.mlir:592:23
 // CHECK: 'relay.constant': expected a dense<...> or dense_resource<...> value, got 1.000000e+00 : f32
+
+// -----
+
+func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = relay.nn.gelu %x {approximate = "erf"} : (tensor<2xf32>) -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}
+// CHECK: relay_ops_invalid.mlir:601:3: error: 'relay.nn.gelu': approximate "erf" is not one of "none", "tanh"
+
+// -----
+
+func.func @main(%x: tensor<2x3xf32>, %a: tensor<2xf32>) -> tensor<2x3xf32> {
+  %0 = relay.nn.prelu %x, %a : (tensor<2x3xf32>, tensor<2xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+// CHECK: relay_ops_invalid.mlir:609:3: error: 'relay.nn.prelu': alpha has shape [2] but data has 3 elements along axis 1
+
+// -----
+
+func.func @main(%x: tensor<1x3x2x2xf32>) -> tensor<1x3x2x2xf32> {
+  %0 = relay.nn.lrn %x {size = 0 : i64} : (tensor<1x3x2x2xf32>) -> tensor<1x3x2x2xf32>
+  func.return %0 : tensor<1x3x2x2xf32>
+}
+// CHECK: relay_ops_invalid.mlir:617:3: error: 'relay.nn.lrn': size must be positive, got 0

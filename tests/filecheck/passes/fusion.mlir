@@ -100,3 +100,36 @@ func.func @returned(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
 // CHECK:            %[[V:.*]] = memref.load %out0
 // CHECK-NEXT:       arith.negf %[[V]]
 // CHECK-NEXT:       memref.store %{{.*}}, %out1
+
+// Activations with attributes fuse like any elementwise op; round (and floor,
+// ceil) is arithmetic only, adding and subtracting 2**23 where |x| < 2**23, so
+// its C needs no libm; selects keep a NaN input (ordered compares are false).
+func.func @activations(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = relay.add %a, %b : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %1 = relay.round %0 : (tensor<8xf32>) -> tensor<8xf32>
+  %2 = relay.nn.leaky_relu %1 {alpha = 2.500000e-01 : f32} : (tensor<8xf32>) -> tensor<8xf32>
+  func.return %2 : tensor<8xf32>
+}
+
+// CHECK-LABEL:  func.func @activations(%a: memref<8xf32>, %b: memref<8xf32>, %out0: memref<8xf32>) -> i32 {
+// CHECK-DAG:      %[[MAGIC:.*]] = arith.constant 0x4B000000 : f32
+// CHECK-DAG:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG:      %[[ALPHA:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK-NOT:      memref.alloc
+// CHECK:          scf.for %i0 = %c0 to %c8 step %c1 {
+// CHECK-NEXT:       %[[A:.*]] = memref.load %a[%i0] : memref<8xf32>
+// CHECK-NEXT:       %[[B:.*]] = memref.load %b[%i0] : memref<8xf32>
+// CHECK-NEXT:       %[[X:.*]] = arith.addf %[[A]], %[[B]] : f32
+// CHECK-NEXT:       %[[ABS:.*]] = math.absf %[[X]] : f32
+// CHECK-NEXT:       %[[UP:.*]] = arith.addf %[[ABS]], %[[MAGIC]] : f32
+// CHECK-NEXT:       %[[DOWN:.*]] = arith.subf %[[UP]], %[[MAGIC]] : f32
+// CHECK-NEXT:       %[[SMALL:.*]] = arith.cmpf olt, %[[ABS]], %[[MAGIC]] : f32
+// CHECK-NEXT:       %[[R:.*]] = arith.select %[[SMALL]], %[[DOWN]], %[[ABS]] : f32
+// CHECK-NEXT:       %[[NEG:.*]] = arith.negf %[[R]] : f32
+// CHECK-NEXT:       %[[BELOW:.*]] = arith.cmpf olt, %[[X]], %[[ZERO]] : f32
+// CHECK-NEXT:       %[[ROUNDED:.*]] = arith.select %[[BELOW]], %[[NEG]], %[[R]] : f32
+// CHECK-NEXT:       %[[SCALED:.*]] = arith.mulf %[[ROUNDED]], %[[ALPHA]] : f32
+// CHECK-NEXT:       %[[LEAKY:.*]] = arith.cmpf olt, %[[ROUNDED]], %[[ZERO]] : f32
+// CHECK-NEXT:       %[[Y:.*]] = arith.select %[[LEAKY]], %[[SCALED]], %[[ROUNDED]] : f32
+// CHECK-NEXT:       memref.store %[[Y]], %out0[%i0] : memref<8xf32>
+// CHECK-NEXT:     }

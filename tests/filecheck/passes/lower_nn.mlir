@@ -321,3 +321,35 @@ func.func @lrn(%x: tensor<1x6x2x3xf32>) -> tensor<1x6x2x3xf32> {
 // CHECK-NEXT:         %[[X:.*]] = memref.load %x[%c0, %c, %[[J0]], %[[J1]]]
 // CHECK-NEXT:         %[[Y:.*]] = arith.divf %[[X]], %[[P]] : f32
 // CHECK-NEXT:         memref.store %[[Y]], %out0[%c0, %c, %[[J0]], %[[J1]]]
+
+// instance_norm: per instance and channel, the mean and then the variance of
+// the other axes (scalars at the entry), folded with gamma and beta into one
+// scale and shift, so the output is one multiply-add per element.
+func.func @instance_norm(%x: tensor<2x3x4x5xf32>, %g: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<2x3x4x5xf32> {
+  %0 = relay.nn.instance_norm %x, %g, %b : (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4x5xf32>
+  func.return %0 : tensor<2x3x4x5xf32>
+}
+
+// CHECK-LABEL:  func.func @instance_norm(
+// CHECK-DAG:      %[[COUNT:.*]] = arith.constant 2.000000e+01 : f32
+// CHECK-DAG:      %var = memref.alloca() : memref<f32>
+// CHECK-DAG:      %mean = memref.alloca() : memref<f32>
+// CHECK:          scf.for %n = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       scf.for %c = %c0 to %c3 step %c1 {
+// CHECK:                memref.load %x[%n, %c, %{{.*}}, %k]
+// CHECK:                memref.store %{{.*}}, %mean[] : memref<f32>
+// CHECK:            %[[SUM:.*]] = memref.load %mean[] : memref<f32>
+// CHECK-NEXT:       %[[MEAN:.*]] = arith.divf %[[SUM]], %[[COUNT]] : f32
+// CHECK:                %[[D:.*]] = arith.subf %{{.*}}, %[[MEAN]] : f32
+// CHECK-NEXT:           %[[D2:.*]] = arith.mulf %[[D]], %[[D]] : f32
+// CHECK:            math.sqrt
+// CHECK:            %[[GAMMA:.*]] = memref.load %g[%c] : memref<3xf32>
+// CHECK-NEXT:       %[[SCALE:.*]] = arith.mulf %{{.*}}, %[[GAMMA]] : f32
+// CHECK:            %[[BETA:.*]] = memref.load %b[%c] : memref<3xf32>
+// CHECK-NEXT:       %[[SHIFT:.*]] = arith.addf %{{.*}}, %[[BETA]] : f32
+// CHECK-NEXT:       scf.for %[[R0:.*]] = %c0 to %c4 step %c1 {
+// CHECK-NEXT:         scf.for %[[R1:.*]] = %c0 to %c5 step %c1 {
+// CHECK-NEXT:           %[[X:.*]] = memref.load %x[%n, %c, %[[R0]], %[[R1]]]
+// CHECK-NEXT:           %[[XS:.*]] = arith.mulf %[[X]], %[[SCALE]] : f32
+// CHECK-NEXT:           %[[Y:.*]] = arith.addf %[[XS]], %[[SHIFT]] : f32
+// CHECK-NEXT:           memref.store %[[Y]], %out0[%n, %c, %[[R0]], %[[R1]]]
