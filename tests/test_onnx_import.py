@@ -1058,7 +1058,7 @@ def test_compile_and_reference_accept_an_onnx_path(tmp_path: Path) -> None:
 def test_unsupported_nodes_are_all_listed() -> None:
     nodes = [
         N("Relu", ["x"], ["r"], name="relu_0"),
-        N("ConvTranspose", ["r", "w"], ["c"], name="conv_9"),
+        N("Det", ["r"], ["c"], name="det_9"),
         N("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="nms"),
         N("Tanh", ["c"], ["y"]),
     ]
@@ -1071,15 +1071,15 @@ def test_unsupported_nodes_are_all_listed() -> None:
     with pytest.raises(ByocError) as err:
         from_onnx(model)
     assert str(err.value) == (
-        "error: <onnx model>: 2 unsupported ONNX nodes: 'conv_9' (ConvTranspose), "
+        "error: <onnx model>: 2 unsupported ONNX nodes: 'det_9' (Det), "
         "'nms' (NonMaxSuppression)"
     )
 
 
 def test_unsupported_node_in_a_file_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "model.onnx"
-    onnx.save(make_model([N("Floor", ["x"], ["y"])], {"x": (2,)}, ["y"]), path)
-    with pytest.raises(ByocError, match=r"error: .*model\.onnx: 1 unsupported ONNX node: #0 \(Floor\)$"):
+    onnx.save(make_model([N("Det", ["x"], ["y"])], {"x": (2, 2)}, ["y"]), path)
+    with pytest.raises(ByocError, match=r"error: .*model\.onnx: 1 unsupported ONNX node: #0 \(Det\)$"):
         from_onnx(path)
 
 
@@ -1221,7 +1221,7 @@ def test_byoc_import_fails_cleanly(tmp_path: Path, args: list[str], needle: str)
     files = {
         "garbage": b"\x08\x07garbage" * 5,
         "truncated": load_make_cnn().build_model().SerializeToString()[:100_000],
-        "unsupported": make_model([N("Floor", ["x"], ["y"])], {"x": (2,)}, ["y"]).SerializeToString(),
+        "unsupported": make_model([N("Det", ["x"], ["y"])], {"x": (2, 2)}, ["y"]).SerializeToString(),
         "good": make_model([N("Relu", ["x"], ["y"])], {"x": (2,)}, ["y"]).SerializeToString(),
     }
     argv = []
