@@ -15,6 +15,11 @@ Loops worth it run across cores: `byoc-mark-parallel-loops` marks the
 outermost independent loops with enough work and they are printed with
 `#pragma omp parallel for` (threads: `$OMP_NUM_THREADS`; `$BYOC_OPENMP=0`
 keeps everything sequential).
+
+Compile time stays linear in the model: functions of more than `MAX_OPS` ops
+are split into `noinline` parts (identical parts merged), and the functions
+are printed as several translation units of bounded size, each compiled by
+its own C compiler process as soon as it is printed.
 """
 
 from __future__ import annotations
@@ -24,7 +29,14 @@ from xdsl.dialects.builtin import ModuleOp
 from byoc.backends.ccompiler_int8 import outline_int8_kernels
 from byoc.backends.spec import Artifact, Backend, Composite, always
 from byoc.dialects import make_context, relay
-from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_shared, openmp_flags
+from byoc.passes.dedup_functions import dedup_functions
+from byoc.passes.split_functions import (
+    MAX_OPS,
+    NO_INLINE,
+    split_functions,
+    translation_units,
+)
+from byoc.runtime.toolchain import DEFAULT_FLAGS, LibraryBuild, openmp_flags
 from byoc.targets.c import emit_c
 from byoc.targets.openmp import uses_openmp
 
@@ -67,14 +79,28 @@ COMPOSITES = (
 """Tagged so the report and the generated functions show the fused units."""
 
 
-def emitc_module(functions: ModuleOp) -> ModuleOp:
-    """The emitc module of a module of outlined relay functions."""
+UNIT_OPS = 4 * MAX_OPS
+"""Ops of relay functions per C translation unit (one compiler process each)."""
+
+
+def bounded(functions: ModuleOp) -> ModuleOp:
+    """A copy of `functions` whose functions are at most MAX_OPS ops: larger ones
+    call `noinline` parts, identical parts merged (the outlined functions
+    themselves keep their symbols)."""
+    module = functions.clone()
+    split_functions(module, MAX_OPS)
+    dedup_functions(module, lambda f: NO_INLINE in f.attributes)
+    return module
+
+
+def emitc_module(functions: ModuleOp, copy: bool = True) -> ModuleOp:
+    """The emitc module of a module of relay functions (lowered in place unless `copy`)."""
     from byoc.passes.convert_loops_to_emitc import ConvertLoopsToEmitCPass
     from byoc.passes.convert_relay_to_loops import ConvertRelayToLoopsPass
     from byoc.passes.parallel_loops import MarkParallelLoopsPass
 
     ctx = make_context()
-    module = functions.clone()
+    module = functions.clone() if copy else functions
     outline_int8_kernels(module)
     ConvertRelayToLoopsPass().apply(ctx, module)
     if openmp_flags():
@@ -84,22 +110,31 @@ def emitc_module(functions: ModuleOp) -> ModuleOp:
 
 
 def generate_c(functions: ModuleOp) -> str:
-    """C source for a module of outlined relay functions."""
-    return emit_c(emitc_module(functions))
+    """C source for a module of outlined relay functions (one translation unit)."""
+    return emit_c(emitc_module(bounded(functions), copy=False))
 
 
 def codegen(functions: ModuleOp) -> Artifact:
     """Generate C for the outlined functions and compile it to a shared object
-    (with OpenMP only when some loop of it is parallel)."""
-    module = emitc_module(functions)
-    source = emit_c(module)
+    (with OpenMP only when some loop of it is parallel), one translation unit
+    compiling while the next is generated."""
     symbols = [op.sym_name.data for op in functions.ops]  # type: ignore[attr-defined]
-    openmp = openmp_flags() if uses_openmp(module) else ()
-    library = compile_shared(source, (*DEFAULT_FLAGS, *openmp), (*openmp, "-lm"))
+    units = translation_units(bounded(functions), UNIT_OPS)
+    build = LibraryBuild()
+    sources: dict[str, str] = {}
+    openmp: tuple[str, ...] = ()
+    for index, unit in enumerate(units):
+        module = emitc_module(unit, copy=False)
+        source = emit_c(module)
+        flags = openmp_flags() if uses_openmp(module) else ()
+        openmp = openmp or flags
+        build.add(source, (*DEFAULT_FLAGS, *flags))
+        sources["ccompiler.c" if len(units) == 1 else f"ccompiler_{index}.c"] = source
+    library = build.link((*openmp, "-lm"))
     return Artifact(
         backend="ccompiler",
         symbols=symbols,
-        sources={"ccompiler.c": source},
+        sources=sources,
         libraries=[library],
         c_flags=list(openmp),
         link_flags=list(openmp),

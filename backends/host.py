@@ -18,8 +18,17 @@ from xdsl.traits import SymbolTable
 from byoc.dialects import make_context
 from byoc.dialects.extern import COMPILER_ATTR
 from byoc.runtime.array_entry import add_array_entry
+from byoc.passes.dedup_functions import dedup_functions
+from byoc.passes.split_functions import MAX_OPS, split_functions
 from byoc.passes.weights_to_blob import WeightsLayout, move_weights_to_blob
-from byoc.runtime.jit import JitModule, add_entry_wrapper
+from byoc.runtime.jit import (
+    HostObject,
+    JitModule,
+    add_entry_wrapper,
+    compile_llvm_ir,
+    translate_to_llvm_ir,
+)
+from byoc.runtime.progress import stage
 
 
 def host_module(partitioned: ModuleOp) -> ModuleOp:
@@ -98,6 +107,23 @@ def array_entry_name(entry: str) -> str:
     return entry.removesuffix("entry") + "array_entry"
 
 
+def lower_host(
+    module: ModuleOp, main: str, entry: str, weights_symbol: str
+) -> tuple[HostObject, WeightsLayout]:
+    """Compile a host module (from `host_module`, changed in place) to an object,
+    not yet linked; its large constants go to a weights blob (the layout) read
+    through the pointer `weights_symbol`."""
+    # `main` grows with the model: cut it into bounded parts, each compiled once
+    # however often a model repeats it (docs/architecture.md, "Compile time").
+    split_functions(module, MAX_OPS, select=lambda f: f.sym_name.data == main)
+    dedup_functions(module)
+    llvm_module = lower_to_llvm(module, main, entry)
+    layout = move_weights_to_blob(llvm_module, weights_symbol)
+    llvm_ir = translate_to_llvm_ir(llvm_module)
+    with stage("host JIT"):
+        return compile_llvm_ir(llvm_ir), layout
+
+
 def compile_host(
     partitioned: ModuleOp,
     main: str,
@@ -108,7 +134,5 @@ def compile_host(
     """JIT-compile the host part of a partitioned module. Its large constants
     go to a weights blob (returned as a layout) read through the pointer
     `weights_symbol`, which the caller binds before the first call."""
-    llvm_module = lower_to_llvm(host_module(partitioned), main, entry)
-    layout = move_weights_to_blob(llvm_module, weights_symbol)
-    jit = JitModule.from_llvm_dialect(llvm_module, shared_libraries=list(libraries))
-    return jit, layout
+    host, layout = lower_host(host_module(partitioned), main, entry, weights_symbol)
+    return JitModule(host, shared_libraries=list(libraries)), layout

@@ -113,7 +113,10 @@ RESTRICT_ATTR = "emitc.restrict"
 CONST_ATTR = "emitc.const"
 """Argument attribute of `emitc.func`: the pointee of the parameter is `const`."""
 
-FUNC_SPECIFIERS = frozenset({"static", "inline", "extern"})
+NOINLINE = "__attribute__((noinline))"
+"""GNU C's `noinline`: keeps a bounded part of a split function apart."""
+
+FUNC_SPECIFIERS = frozenset({"static", "inline", "extern", NOINLINE})
 """The C specifiers an `emitc.func` may carry (they are printed as written)."""
 
 _LINE_BREAKS = re.compile(r"[\n\r\x00\x0b\x0c\u0085\u2028\u2029]")

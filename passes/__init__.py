@@ -59,6 +59,18 @@ def _loops_to_llvm() -> type[ModulePass]:
     return ConvertLoopsToLLVMPass
 
 
+def _split_functions() -> type[ModulePass]:
+    from byoc.passes.split_functions import SplitFunctionsPass
+
+    return SplitFunctionsPass
+
+
+def _dedup_functions() -> type[ModulePass]:
+    from byoc.passes.dedup_functions import DedupFunctionsPass
+
+    return DedupFunctionsPass
+
+
 def _weights_to_blob() -> type[ModulePass]:
     from byoc.passes.weights_to_blob import WeightsToBlobPass
 
@@ -71,6 +83,8 @@ BYOC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "byoc-merge-regions": _merge_regions,
     "byoc-outline-regions": _outline_regions,
     "byoc-partition": _partition,
+    "byoc-split-functions": _split_functions,
+    "byoc-dedup-functions": _dedup_functions,
     "convert-relay-to-loops": _relay_to_loops,
     "byoc-mark-parallel-loops": _mark_parallel_loops,
     "convert-loops-to-emitc": _loops_to_emitc,

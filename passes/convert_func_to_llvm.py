@@ -4,18 +4,21 @@ A function's memref arguments become `!llvm.ptr {llvm.noalias}`: the loop-level
 IR guarantees they never alias, which is what lets LLVM vectorise its loops. A
 `private` function with a body gets internal linkage; a body-less one stays an
 external declaration, resolved by symbol when the module is linked or JITted.
+A `no_inline` function keeps LLVM's `noinline`.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, UnitAttr
+from xdsl.ir import Attribute
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 
+from byoc.passes.split_functions import NO_INLINE
 from byoc.passes.convert_builtin_to_llvm import (
     LLVM_PTR,
     convert_type,
@@ -46,6 +49,9 @@ class FuncLowering(RewritePattern):
         arg_attrs = ArrayAttr(
             [NOALIAS if t == LLVM_PTR else NO_ATTRIBUTES for t in inputs]
         )
+        props: dict[str, Attribute] = {"arg_attrs": arg_attrs}
+        if NO_INLINE in op.attributes:
+            props["no_inline"] = UnitAttr()
         rewriter.replace(
             op,
             llvm.FuncOp(
@@ -53,7 +59,7 @@ class FuncLowering(RewritePattern):
                 llvm.LLVMFunctionType(inputs, output),
                 linkage=llvm.LinkageAttr(linkage),
                 body=body,
-                other_props={"arg_attrs": arg_attrs},
+                other_props=props,
             ),
         )
 

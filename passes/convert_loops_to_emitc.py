@@ -67,10 +67,12 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
 from byoc.backends.spec import ALLOCATION_FAILED
+from byoc.passes.split_functions import NO_INLINE
 from byoc.passes.parallel_loops import PARALLEL_ATTR
 from byoc.targets.openmp import PARALLEL_FOR, add_fork_guard
 from byoc.dialects.emitc import (
     CONST_ATTR,
+    NOINLINE,
     RESTRICT_ATTR,
     EmitC,
     EmitC_AddOp,
@@ -242,11 +244,14 @@ class FuncLowering(RewritePattern):
             rewriter.replace_value_with_new_type(arg, new_type)
 
         exported = OUTLINED_ATTR in op.attributes or name not in self.called
+        specifiers = () if exported else ("static",)
+        if NO_INLINE in op.attributes:
+            specifiers = (NOINLINE, *specifiers)
         new = EmitC_FuncOp(
             self.symbol_prefix + name,
             function_type,
             rewriter.move_region_contents_to_new_regions(op.body),
-            specifiers=() if exported else ("static",),
+            specifiers=specifiers,
             arg_attrs=self._arg_attrs(inputs, read_only),
         )
         rewriter.replace(op, new, [])

@@ -9,6 +9,7 @@ code linked in.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from xdsl.dialects import func
@@ -21,9 +22,12 @@ from byoc.frontend.diagnostics import ByocError
 from byoc.frontend.parse import location_of, names_file, parse_file, parse_text, verify_module
 from byoc.passes.annotate import annotate, is_graph_op
 from byoc.passes.dead_code import remove_dead_ops
+from byoc.passes.dedup_functions import dedup_functions
 from byoc.passes.fake_quantization_to_integer import fake_quantization_to_integer
 from byoc.passes.partition import partition
+from byoc.passes.speed import garbage_collector_paused
 from byoc.runtime.compiled import CompiledModule, TensorSpec
+from byoc.runtime.progress import compile_stages, in_this_context, stage
 from byoc.runtime.reference import numpy_dtype
 from byoc.runtime.weights import Blob, Weights
 
@@ -195,31 +199,40 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     source: Source,
     targets: Sequence[str] | str | None = ("ccompiler",),
     cache: bool = True,
+    quiet: bool = False,
 ) -> CompiledModule:
     """Compile a relay model for `targets` (priority order; `[]`: host only).
 
     With `cache`, a model compiled before (same content, backends, byoc code and
-    CPU) is loaded from the compile cache in `$BYOC_CACHE_DIR` instead.
+    CPU) is loaded from the compile cache in `$BYOC_CACHE_DIR` instead. A
+    compile that takes over a second shows its stages on stderr when that is
+    a terminal, unless `quiet`; `CompiledModule.timings` has their seconds.
     """
     from byoc.runtime.cache import cache_key, entry_path, source_digest
     from byoc.runtime.saved import host_cpu, load
     from byoc.runtime.toolchain import compiler, openmp_flags, optimisation_flags
 
-    backends = parse_targets(targets)
-    build_host = {
-        **host_cpu(),
-        "cc": compiler(),
-        "cflags": " ".join((*optimisation_flags(), *openmp_flags())),
-    }
-    digest = source_digest(source)
-    key = cache_key(digest, backends, build_host) if digest else None
-    entry = entry_path(key) if cache and key else None
-    if entry is not None and entry.exists():
-        try:
-            return load(entry)
-        except ByocError:
-            pass  # a damaged entry: compile again and replace it
-    return compile_uncached(source, backends, key, entry)
+    with compile_stages(quiet) as stages, garbage_collector_paused():
+        backends = parse_targets(targets)
+        with stage("cache"):
+            build_host = {
+                **host_cpu(),
+                "cc": compiler(),
+                "cflags": " ".join((*optimisation_flags(), *openmp_flags())),
+            }
+            digest = source_digest(source)
+            key = cache_key(digest, backends, build_host) if digest else None
+            entry = entry_path(key) if cache and key else None
+            model = None
+            if entry is not None and entry.exists():
+                try:
+                    model = load(entry)
+                except ByocError:
+                    pass  # a damaged entry: compile again and replace it
+        if model is None:
+            model = compile_uncached(source, backends, key, entry)
+    model.timings = {**stages.seconds, "total": stages.elapsed}
+    return model
 
 
 def compile_uncached(
@@ -231,42 +244,54 @@ def compile_uncached(
     """The whole pipeline, from source to a JIT-compiled CompiledModule.
 
     `key` (the cache key) names the symbols; `entry`, if given, is the cache
-    entry to write, whose weights blob the model then maps.
+    entry to write, whose weights blob the model then maps. Each backend's
+    codegen and the host's lowering run in threads of their own: the Python
+    of one overlaps the C compiler and LLVM of the others.
     """
-    from byoc.backends.host import compile_host
+    from byoc.backends.host import host_module
     from byoc.dialects.relay.constant import print_eliding_weights
     from byoc.runtime.cache import module_digest
+    from byoc.runtime.jit import JitModule
 
-    module = load_source(source)
-    main = main_function(module)
-    inputs = tensor_specs(
-        main.function_type.inputs.data,
-        "input",
-        [a.name_hint for a in main.body.block.args],
-    )
-    outputs = tensor_specs(main.function_type.outputs.data, "output")
+    with stage("import"):
+        module = load_source(source)
+        main = main_function(module)
+        inputs = tensor_specs(
+            main.function_type.inputs.data,
+            "input",
+            [a.name_hint for a in main.body.block.args],
+        )
+        outputs = tensor_specs(main.function_type.outputs.data, "output")
 
-    partition_for(module, backends)
-    placement = placement_of(module)
-    partitioned_ir = print_eliding_weights(module)
-    # Symbols are named by the content (two models in one process never clash,
-    # the same model always gets the same names, so its C is a cache hit).
-    digest = key or module_digest(module)
-    prefix = f"byoc_{digest[:12]}_"
-    rename_symbols(module, prefix, "main")
+    with stage("partition"):
+        partition_for(module, backends)
+        placement = placement_of(module)
+        partitioned_ir = print_eliding_weights(module)
+        # Symbols are named by the content (two models in one process never
+        # clash, the same model always gets the same names: its C is a hit).
+        digest = key or module_digest(module)
+        prefix = f"byoc_{digest[:12]}_"
+        rename_symbols(module, prefix, "main")
+        # A model of repeated blocks has repeated regions: each compiles once.
+        dedup_functions(module)
+        jobs = [(b, functions_of(module, b.name)) for b in backends]
+        jobs = [(b, functions) for b, functions in jobs if functions.ops.first is not None]
+        host = host_module(module)
+    del module, main
 
-    artifacts = []
-    for backend in backends:
-        functions = functions_of(module, backend.name)
-        if functions.ops.first is not None:
-            artifacts.append(run_codegen(backend, functions))
-
-    libraries = [lib for a in artifacts for lib in a.libraries]
     entry_name = f"{prefix}entry"
     weights_symbol = f"{prefix}weights"
-    jit, layout = compile_host(
-        module, f"{prefix}main", entry_name, libraries, weights_symbol
-    )
+    with ThreadPoolExecutor(len(jobs) + 1, thread_name_prefix="byoc-codegen") as pool:
+        host_code = pool.submit(
+            in_this_context(_host_code), host, f"{prefix}main", entry_name, weights_symbol
+        )
+        codegens = [pool.submit(in_this_context(_codegen), b, f) for b, f in jobs]
+        artifacts = [future.result() for future in codegens]
+        host_object, layout = host_code.result()
+
+    libraries = [lib for a in artifacts for lib in a.libraries]
+    with stage("host JIT"):
+        jit = JitModule(host_object, libraries)
     model = CompiledModule(
         jit,
         entry_name,
@@ -280,10 +305,23 @@ def compile_uncached(
     blob = Blob.of_layout(layout) if layout.entries else None
     weights = None
     if entry is not None:
-        weights = cache_model(model, entry, blob)
+        with stage("cache"):
+            weights = cache_model(model, entry, blob)
     if blob is not None:
         model.bind_weights(weights or Weights.copy_of(blob))
     return model
+
+
+def _codegen(backend: Backend, functions: ModuleOp) -> Artifact:
+    with stage(f"codegen {backend.name}"):
+        return run_codegen(backend, functions)
+
+
+def _host_code(host: ModuleOp, main: str, entry: str, weights_symbol: str):  # noqa: ANN202
+    from byoc.backends.host import lower_host
+
+    with stage("codegen host"):
+        return lower_host(host, main, entry, weights_symbol)
 
 
 def cache_model(model: CompiledModule, entry: Path, blob: Blob | None) -> Weights | None:

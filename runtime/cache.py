@@ -24,7 +24,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from xdsl.dialects.builtin import DenseResourceAttr, ModuleOp
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, DenseResourceAttr, ModuleOp
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from byoc.backends import Backend
 
@@ -54,25 +55,68 @@ def _backend_fingerprint(backend: Backend) -> str:
 
 
 def module_digest(module: ModuleOp) -> str:
-    """SHA-256 of a module: its text with the weights elided, then each weight's
-    bytes (no weight becomes text)."""
-    from byoc.dialects.relay.constant import (
-        ConstantOp,
-        elided_constants,
-        print_eliding_weights,
-    )
+    """SHA-256 of a module's structure and content, weights as their bytes.
 
-    digest = hashlib.sha256(print_eliding_weights(module).encode())
-    for constant in elided_constants(module):
-        digest.update(memoryview(constant.value.data.data))  # type: ignore[union-attr]
-    # A dense_resource value prints as its handle: its bytes count too.
-    for op in module.walk():
-        if isinstance(op, ConstantOp) and isinstance(op.value, DenseResourceAttr):
-            try:
-                digest.update(op.to_numpy().tobytes())
-            except Exception:  # noqa: BLE001 - no data: the compile reports it
-                digest.update(b"missing")
+    Not of its printed text: xDSL prints about 20 µs an op, and weights would
+    become hex. Each op contributes its name, where it sits, which values it
+    reads (by number), its properties and attributes, its result types and the
+    argument types of its blocks; each distinct attribute is rendered to text
+    once, except weights (constants of more than 1024 elements, or resources),
+    whose bytes are hashed as they are.
+    """
+    from byoc.dialects.relay.constant import ELIDE_LARGER_THAN
+
+    digest = hashlib.sha256()
+    texts: dict[Attribute, bytes] = {}
+
+    def text(attribute: Attribute) -> bytes:
+        if isinstance(attribute, DenseIntOrFPElementsAttr) and len(attribute) > ELIDE_LARGER_THAN:
+            digest.update(b"weight")
+            digest.update(memoryview(attribute.data.data))
+            return str(attribute.type).encode()
+        if isinstance(attribute, DenseResourceAttr):
+            digest.update(b"resource")
+            digest.update(_resource_data(attribute))
+        try:
+            known = texts.get(attribute)
+        except TypeError:  # unhashable
+            return str(attribute).encode()
+        if known is None:
+            known = texts[attribute] = str(attribute).encode()
+        return known
+
+    numbers: dict[SSAValue, int] = {}
+    positions: dict[Operation, int] = {module: 0}
+    for position, op in enumerate(module.walk()):
+        positions[op] = position
+        parent = op.parent_op()
+        digest.update(
+            f"\n{op.name} {positions.get(parent, -1) if parent else -1} ".encode()
+        )
+        digest.update(" ".join(str(numbers.get(v, -1)) for v in op.operands).encode())
+        for name, value in sorted((*op.properties.items(), *op.attributes.items())):
+            digest.update(f" {name}=".encode())
+            digest.update(text(value))
+        for result in op.results:
+            numbers[result] = len(numbers)
+            digest.update(b" -> " + text(result.type))
+        for region in op.regions:
+            digest.update(b" {")
+            for block in region.blocks:
+                digest.update(b" ^")
+                for arg in block.args:
+                    numbers[arg] = len(numbers)
+                    digest.update(b" " + text(arg.type))
     return digest.hexdigest()
+
+
+def _resource_data(attribute: DenseResourceAttr) -> bytes:
+    from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
+    from xdsl.dialects.builtin import Builtin
+
+    interface = Builtin.get_interface(OpAsmDialectInterface)
+    blob = interface.lookup(attribute.resource_handle.data) if interface else None
+    return (blob or "missing").encode()
 
 
 _STAT_FIELDS = ("st_size", "st_mtime_ns", "st_ctime_ns", "st_ino", "st_dev")

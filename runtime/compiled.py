@@ -88,6 +88,8 @@ class CompiledModule:
         """The blob the host code reads its weights from (None: it has none)."""
         self.weights_symbol = weights_symbol
         """The host's pointer to the blob (`byoc_<hash>_weights`)."""
+        self.timings: dict[str, float] = {}
+        """Seconds of each stage of the compile that made this model (`byoc.compile`)."""
         if weights is not None:
             self.bind_weights(weights)
         self._n = len(self.inputs) + len(self.outputs)

@@ -16,6 +16,7 @@ generated once, as a relocatable object, which MCJIT links in memory
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 from os import PathLike
 
@@ -83,9 +84,9 @@ def optimise(module: llvm.ModuleRef, target_machine: llvm.TargetMachine) -> None
 def translate_to_llvm_ir(module: ModuleOp) -> str:
     """LLVM IR text of an llvm-dialect module (through xDSL's convert_module).
 
-    Two things convert_module drops are applied afterwards: the linkage of
-    functions (internal lets LLVM drop a function it inlined everywhere) and
-    the alignment of globals.
+    Three things convert_module drops are applied afterwards: the linkage of
+    functions (internal lets LLVM drop a function it inlined everywhere),
+    `noinline`, and the alignment of globals.
     """
     with garbage_collector_paused():
         # convert_module would build one llvmlite constant per element of a
@@ -106,9 +107,12 @@ def translate_to_llvm_ir(module: ModuleOp) -> str:
                     op.properties["value"] = values[op.sym_name.data]
         for op in module.ops:
             if isinstance(op, llvm_dialect.FuncOp) and op.body.blocks:
+                function = llvm_module.get_global(op.sym_name.data)
                 linkage = op.linkage.linkage.data
                 if linkage != "external":
-                    llvm_module.get_global(op.sym_name.data).linkage = linkage
+                    function.linkage = linkage
+                if op.no_inline is not None:
+                    function.attributes.add("noinline")
             elif isinstance(op, llvm_dialect.GlobalOp):
                 _initialise_from_bytes(op, llvm_module.get_global(op.sym_name.data))
         return str(llvm_module)
@@ -220,6 +224,27 @@ class LoadedHost:
         return self._object
 
 
+@dataclass
+class HostObject:
+    """LLVM IR compiled (O3, for this CPU) into a relocatable object, not yet linked."""
+
+    object: bytes
+    module: llvm.ModuleRef
+    """The optimised module (for `llvm_ir`)."""
+    defined: set[str]
+    """The functions it defines."""
+
+
+def compile_llvm_ir(llvm_ir: str) -> HostObject:
+    """Parse, optimise and emit LLVM IR text as an object. Needs no shared
+    library, so it can run while the backends' C still compiles."""
+    module = _parse(llvm_ir)
+    target_machine = host_target_machine(jit=False)
+    optimise(module, target_machine)
+    defined = {f.name for f in module.functions if not f.is_declaration}
+    return HostObject(target_machine.emit_object(module), module, defined)
+
+
 class JitModule(LoadedHost):
     """LLVM IR compiled for this CPU (O3) into an object, linked in memory.
 
@@ -229,17 +254,18 @@ class JitModule(LoadedHost):
     """
 
     def __init__(
-        self, llvm_ir: str, shared_libraries: Sequence[str | PathLike[str]] = ()
+        self,
+        code: str | HostObject,
+        shared_libraries: Sequence[str | PathLike[str]] = (),
     ) -> None:
-        """Compile LLVM IR text, after loading the shared objects it calls."""
+        """Compile LLVM IR text (or take it compiled), load the shared objects it
+        calls, and link it."""
+        compiled = code if isinstance(code, HostObject) else compile_llvm_ir(code)
         libraries = load_libraries(shared_libraries)
-        module = _parse(llvm_ir)
-        target_machine = host_target_machine(jit=False)
-        optimise(module, target_machine)
-        self._module = module  # printed only on demand
-        self._defined = {f.name for f in module.functions if not f.is_declaration}
+        self._module = compiled.module  # printed only on demand
+        self._defined = compiled.defined
         self._libraries = libraries
-        super().__init__(target_machine.emit_object(module))
+        super().__init__(compiled.object)
         self.shared_libraries = libraries
 
     @classmethod

@@ -10,6 +10,10 @@ threads is OpenMP's own setting, `$OMP_NUM_THREADS` (default: every core). Objec
 written to a temporary name and renamed into place, so concurrent compiles
 from several processes never see a half-written file. The cache lives in
 `$BYOC_CACHE_DIR` (default `~/.cache/byoc`).
+
+A library of several translation units (`LibraryBuild`) compiles them
+concurrently, one compiler process per core at most across the process, each
+object cached by content, then links them.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
@@ -118,9 +124,7 @@ def compile_shared(
     `$BYOC_CFLAGS` when it is set; the warning flags always stay.
     """
     cc = compiler()
-    custom = optimisation_flags()
-    if custom != OPTIMISATION:
-        flags = tuple(f for f in flags if f not in OPTIMISATION) + custom
+    flags = _effective_flags(flags)
     key = hashlib.sha256(
         "\0".join(
             [source, cc, compiler_version(cc), _cpu_name(), *flags, *libraries]
@@ -138,13 +142,7 @@ def compile_shared(
         src = Path(tmp) / "kernels.c"
         src.write_text(source)
         out = Path(tmp) / "kernels.so"
-        cmd = [*shlex.split(cc), *flags, "-shared", str(src), "-o", str(out), *libraries]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise ByocError(
-                "error: the C compiler rejected generated code (a byoc bug):\n"
-                f"$ {' '.join(cmd)}\n{proc.stderr.strip()}"
-            )
+        _run_compiler([*shlex.split(cc), *flags, "-shared", str(src), "-o", str(out), *libraries])
         os.replace(out, target)
     return target
 
@@ -152,3 +150,113 @@ def compile_shared(
 def have_compiler() -> bool:
     """Whether a C compiler can be run."""
     return shutil.which(shlex.split(compiler())[0]) is not None
+
+
+# --- Libraries of several translation units, compiled concurrently -------------
+
+_SLOTS = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
+"""C compiler processes running at once, across every compile in this process."""
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def _effective_flags(flags: tuple[str, ...]) -> tuple[str, ...]:
+    """`flags` with the default optimisation replaced by `$BYOC_CFLAGS`, if set."""
+    custom = optimisation_flags()
+    if custom != OPTIMISATION:
+        return tuple(f for f in flags if f not in OPTIMISATION) + custom
+    return flags
+
+
+def _run_compiler(cmd: list[str]) -> None:
+    """Run the C compiler (waiting for a free core); its errors are a byoc bug."""
+    from byoc.runtime.progress import stage
+
+    with _SLOTS, stage("C compile"):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ByocError(
+            "error: the C compiler rejected generated code (a byoc bug):\n"
+            f"$ {' '.join(cmd)}\n{proc.stderr.strip()}"
+        )
+
+
+def _make_directory(directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ByocError(f"error: cannot create the cache directory {directory}: {err}") from None
+
+
+def _compile_object(source: str, flags: tuple[str, ...], key: str) -> Path:
+    """`source` compiled to an object file in the cache (`objects/<key>.o`)."""
+    directory = cache_dir() / "objects"
+    target = directory / f"{key}.o"
+    if target.exists():
+        return target
+    _make_directory(directory)
+    with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as tmp:
+        src = Path(tmp) / "unit.c"
+        src.write_text(source)
+        out = Path(tmp) / "unit.o"
+        _run_compiler([*shlex.split(compiler()), *flags, "-c", str(src), "-o", str(out)])
+        os.replace(out, target)
+    return target
+
+
+class LibraryBuild:
+    """A shared object built from several C translation units.
+
+    Each unit starts compiling (`cc -c`, in a thread of this build, at most
+    one compiler per core across the process) as soon as it is added, so a
+    backend's Python keeps generating the next unit meanwhile; `link` waits
+    for them and links. Objects and the library are cached by content, like
+    `compile_shared`.
+
+        build = LibraryBuild()
+        for source in units:
+            build.add(source, flags)
+        library = build.link(("-fopenmp", "-lm"))
+    """
+
+    def __init__(self) -> None:
+        from byoc.runtime.progress import in_this_context
+
+        cc = compiler()
+        self._identity = (cc, compiler_version(cc), _cpu_name())
+        self._keys: list[str] = []
+        self._objects: list[Future[Path]] = []
+        self._pool = ThreadPoolExecutor(
+            max_workers=max(1, os.cpu_count() or 1), thread_name_prefix="byoc-cc"
+        )
+        self._compile = in_this_context(_compile_object)
+
+    def add(self, source: str, flags: tuple[str, ...] = DEFAULT_FLAGS) -> None:
+        """Start compiling one translation unit."""
+        flags = _effective_flags(flags)
+        key = _digest(source, *self._identity, *flags, "object")
+        self._keys.append(key)
+        self._objects.append(self._pool.submit(self._compile, source, flags, key))
+
+    def link(self, libraries: tuple[str, ...] = ("-lm",)) -> Path:
+        """The shared object of every unit added, linked with `libraries`
+        (waits for the units' compiles)."""
+        try:
+            objects = [future.result() for future in self._objects]
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        directory = cache_dir()
+        key = _digest(*self._keys, *self._identity, *libraries, "library")
+        target = directory / f"{key}.so"
+        if target.exists():
+            return target
+        _make_directory(directory)
+        with tempfile.TemporaryDirectory(dir=directory, prefix=".link-") as tmp:
+            out = Path(tmp) / "library.so"
+            _run_compiler(
+                [*shlex.split(compiler()), "-shared", *map(str, objects), "-o", str(out), *libraries]
+            )
+            os.replace(out, target)
+        return target

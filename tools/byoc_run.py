@@ -50,6 +50,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--runs", type=int, default=0, help="also time this many runs (median)"
     )
+    p.add_argument(
+        "--timings", action="store_true", help="print the seconds of each compile stage"
+    )
+    p.add_argument(
+        "--quiet", action="store_true", help="no progress line while a slow compile runs"
+    )
     return p
 
 
@@ -75,6 +81,13 @@ def load_inputs(path: str | None, model: CompiledModule, seed: int) -> list[np.n
             f"{len(names)} inputs ({', '.join(names)})"
         )
     return list(arrays.values())
+
+
+def stage_table(timings: dict[str, float]) -> str:
+    """The compile's stages and their seconds, one per line (stages that ran at
+    the same time in several threads each count their own time)."""
+    width = max((len(name) for name in timings), default=0)
+    return "\n".join(f"  {name:<{width}}  {seconds:8.3f} s" for name, seconds in timings.items())
 
 
 def partition_summary(model: CompiledModule) -> str:
@@ -119,9 +132,11 @@ def run(args: argparse.Namespace) -> int:
     targets = [t for t in args.annotate.split(",") if t.strip()]
     print(f"compiling {args.file} for {', '.join(targets) or 'the host only'} ...", flush=True)
     started = time.perf_counter()
-    model = compile(args.file, targets=targets)
+    model = compile(args.file, targets=targets, quiet=args.quiet)
     compiled_in = time.perf_counter() - started
     print(f"compiled in {compiled_in:.2f} s")
+    if args.timings:
+        print(stage_table(model.timings))
     print(partition_summary(model))
     inputs = load_inputs(args.inputs, model, args.seed)
     outputs = model(*inputs)

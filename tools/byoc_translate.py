@@ -48,6 +48,9 @@ def parser() -> argparse.ArgumentParser:
         metavar="BACKENDS",
         help=f"backends in priority order, comma-separated (default {DEFAULT_BACKEND})",
     )
+    p.add_argument(
+        "--quiet", action="store_true", help="no progress line while a slow compile runs"
+    )
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     return p
 
@@ -74,7 +77,7 @@ def emit_library(args: argparse.Namespace) -> None:
     from byoc.runtime.aot import export_library
     from byoc.runtime.build import compile
 
-    model = compile(args.file, targets=args.annotate)
+    model = compile(args.file, targets=args.annotate, quiet=args.quiet)
     library, header = export_library(
         model, args.output or f"lib{args.name}.so", args.name, args.weights
     )

@@ -1,0 +1,213 @@
+"""Compile time stays linear: bounded functions (split + dedup), C in several
+translation units compiled concurrently, and the stages of a compile."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType, f32
+from xdsl.ir import Block, Region
+
+import byoc
+from byoc.backends import ccompiler, host
+from byoc.dialects import relay
+from byoc.passes.dedup_functions import dedup_functions
+from byoc.passes.split_functions import split_functions, translation_units
+from byoc.runtime import progress
+from byoc.runtime.reference import run_reference
+from byoc.runtime.toolchain import DEFAULT_FLAGS, LibraryBuild
+from graphs import check_dominance
+
+BIN = Path(sys.executable).parent
+TYPE = TensorType(f32, (8,))
+
+
+def mixed(n: int, seed: int = 0) -> ModuleOp:
+    """n ops mixing ccompiler ops (add, multiply by a constant) and host ops
+    (tanh), with values read again far downstream (live across cuts)."""
+    rng = np.random.default_rng(seed)
+    block = Block(arg_types=[TYPE, TYPE])
+    values = list(block.args)
+    for i in range(n):
+        kind = i % 4
+        a = values[-1]
+        b = values[int(rng.integers(0, len(values)))]
+        if kind == 0:
+            op = relay.AddOp(a, b)
+        elif kind == 1:
+            w = relay.ConstantOp.from_numpy(rng.uniform(0.5, 1.0, 8).astype(np.float32))
+            block.add_op(w)
+            op = relay.MultiplyOp(a, w.result)
+        elif kind == 2:
+            op = relay.TanhOp(a)
+        else:
+            op = relay.SubtractOp(a, b)
+        block.add_op(op)
+        values.append(op.results[0])
+    block.add_op(func.ReturnOp(values[-1], values[len(values) // 2]))
+    main = func.FuncOp("main", FunctionType.from_lists([TYPE, TYPE], [TYPE, TYPE]), Region(block))
+    return ModuleOp([main])
+
+
+def inputs(seed: int = 1) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(8).astype(np.float32) for _ in range(2)]
+
+
+def test_split_keeps_the_meaning_and_bounds_every_function():
+    module = mixed(101)
+    want = run_reference(module.clone(), inputs())
+    parts = split_functions(module, 7)
+    assert len(parts) == 15
+    check_dominance(module)
+    module.verify()
+    for function in module.ops:
+        ops = [op for op in function.body.block.ops if not isinstance(op, (relay.ConstantOp, func.ReturnOp))]
+        assert len(ops) <= 15  # a part: 7 ops; main: 15 calls
+    got = run_reference(module, inputs())
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def repeated(n: int) -> ModuleOp:
+    block = Block(arg_types=[TYPE])
+    value = block.args[0]
+    for i in range(n):
+        op = relay.AddOp(value, value) if i % 2 == 0 else relay.TanhOp(value)
+        block.add_op(op)
+        value = op.results[0]
+    block.add_op(func.ReturnOp(value))
+    return ModuleOp([func.FuncOp("main", FunctionType.from_lists([TYPE], [TYPE]), Region(block))])
+
+
+def test_dedup_keeps_one_of_each_part():
+    module = repeated(400)
+    want = run_reference(module.clone(), inputs()[:1])
+    split_functions(module, 20)
+    merged = dedup_functions(module)
+    assert len(merged) == 19 and len(list(module.ops)) == 2
+    np.testing.assert_array_equal(run_reference(module, inputs()[:1])[0], want[0])
+
+
+@pytest.mark.parametrize("targets", [[], ["ccompiler"], ["cblas", "ccompiler"]])
+def test_models_larger_than_the_budget_compile_and_match(targets, monkeypatch):
+    """With budgets of a few ops, every path (host parts, backend parts, several
+    translation units, OpenMP or not) is exercised by a small model."""
+    monkeypatch.setattr(host, "MAX_OPS", 5)
+    monkeypatch.setattr(ccompiler, "MAX_OPS", 3)
+    monkeypatch.setattr(ccompiler, "UNIT_OPS", 7)
+    module = mixed(60, seed=3)
+    want = run_reference(module.clone(), inputs())
+    model = byoc.compile(module, targets=targets, cache=False)
+    got = model(*inputs())
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    if "ccompiler" in targets:
+        c_files = [name for name in model.sources if name.startswith("ccompiler")]
+        assert len(c_files) > 1, c_files  # several translation units
+    assert "_part" in model.host.llvm_ir and "noinline" in model.host.llvm_ir
+
+
+def test_a_long_chain_compiles_once_per_distinct_part():
+    """8,000 ops alternating between ccompiler and the host: 4,000 identical
+    regions become one function, `main` a few hundred calls of one part."""
+    from partition_scaling import chain
+
+    model = byoc.compile(chain(8000), targets=["ccompiler"], cache=False)
+    (artifact,) = model.artifacts
+    assert model.c_source.count("int32_t byoc_") <= 4
+    assert model.host.llvm_ir.count("define internal") <= 3
+    x = np.linspace(-1, 1, 16).astype(np.float32)
+    want = x
+    for i in range(8000):
+        want = want + want if i % 2 == 0 else np.tanh(want)
+    np.testing.assert_allclose(model(x), want, rtol=1e-5, atol=1e-6)
+    assert len(artifact.symbols) == 1
+
+
+def test_translation_units_declare_what_they_call():
+    module = mixed(40)
+    split_functions(module, 4)
+    units = translation_units(module, 9)
+    assert len(units) > 2 and not list(module.ops)
+    names = set()
+    for unit in units:
+        defined = {f.sym_name.data for f in unit.ops if f.body.blocks}
+        declared = {f.sym_name.data for f in unit.ops if not f.body.blocks}
+        assert not defined & names
+        names |= defined
+        assert not declared & defined
+    assert "main" in names
+
+
+def test_library_of_several_units_compiles_concurrently_and_caches(tmp_path, monkeypatch):
+    monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path / "cache"))
+    a = "#include <stdint.h>\nint32_t byoc_probe_b(int32_t);\nint32_t byoc_probe_a(int32_t x) { return byoc_probe_b(x) + 1; }\n"
+    b = "#include <stdint.h>\nint32_t byoc_probe_b(int32_t x) { return 2 * x; }\n"
+    build = LibraryBuild()
+    build.add(a)
+    build.add(b, DEFAULT_FLAGS)
+    library = build.link()
+    assert library.exists() and len(list((tmp_path / "cache" / "objects").glob("*.o"))) == 2
+    again = LibraryBuild()
+    again.add(a)
+    again.add(b)
+    assert again.link() == library
+    broken = LibraryBuild()
+    broken.add("int32_t oops(void) { return undefined_name; }\n")
+    with pytest.raises(byoc.ByocError, match="rejected generated code"):
+        broken.link()
+
+
+def test_stages_are_timed_and_shown_only_on_a_terminal(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    with progress.stage("outside"):  # no compile under way: nothing happens
+        pass
+    monkeypatch.setattr(progress, "SHOW_AFTER", 0.0)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    module = mixed(12)
+    model = byoc.compile(module, targets=["ccompiler"], cache=False)
+    for name in ("import", "partition", "codegen ccompiler", "codegen host", "host JIT", "total"):
+        assert name in model.timings, model.timings
+    shown = terminal.getvalue()
+    assert "byoc:" in shown and shown.endswith("\r\x1b[K")  # the line is cleared
+    terminal.truncate(0)
+    byoc.compile(mixed(12, seed=4), targets=["ccompiler"], cache=False, quiet=True)
+    assert terminal.getvalue() == ""
+    # Not a terminal: nothing.
+    plain = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", plain)
+    byoc.compile(mixed(12, seed=5), targets=["ccompiler"], cache=False)
+    assert plain.getvalue() == ""
+
+
+def test_cached_compile_reports_the_cache_stage(tmp_path, monkeypatch):
+    monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "m.mlir"
+    path.write_text(str(mixed(8)))
+    byoc.compile(path, targets=["ccompiler"])
+    again = byoc.compile(path, targets=["ccompiler"])
+    assert set(again.timings) == {"cache", "total"}
+
+
+def test_byoc_run_prints_the_stages(tmp_path):
+    path = tmp_path / "m.mlir"
+    path.write_text(str(mixed(8, seed=9)))
+    proc = subprocess.run(
+        [str(BIN / "byoc-run"), str(path), "--annotate=ccompiler", "--timings", "--quiet"],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for name in ("import", "partition", "codegen ccompiler", "host JIT", "total"):
+        assert name in proc.stdout
+    assert proc.stderr == ""
