@@ -7,6 +7,12 @@ contender runs the same graph and weights):
   (c) CNN 1x3x32x32 -> conv 16 3x3 pad 1 + bias + relu -> maxpool 2
       -> conv 32 3x3 pad 1 + bias + relu -> flatten -> dense 10
   (d) per-call overhead: a 4-element add called from Python
+  (e) quantized CNN 1x3x32x32 (bench/qdq_models.py: 3 convs, residual, global
+      pool, gemm) and (f) quantized transformer MLP 1x64x256 -> 1024 -> 256,
+      both made QDQ by onnxruntime.quantization.quantize_static here: byoc and
+      onnxruntime on the same QDQ file, and both on the float32 model
+  (g) int8 kernels against float32 ones on the same shapes (a 64->64 3x3
+      conv on 56x56, a 128x1024x1024 dense; with bias and relu)
 
 Prints median latency (ms, or us for the overhead) and the ratio to
 onnxruntime (CPU provider, 2 threads) and to numpy, the contenders taking
@@ -147,7 +153,21 @@ def ort_session(model):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=500, help="calls per contender")
+    parser.add_argument(
+        "--only", choices=["float", "quantized"], help="run only these workloads"
+    )
     args = parser.parse_args()
+    if args.only != "quantized":
+        float_workloads(args.runs)
+    if args.only != "float":
+        print(f"{'workload':26} {'contender':28} {'median':>10} {'x ort QDQ':>9}")
+        quantized_workloads(args.runs)
+        print(f"{'workload':26} {'contender':28} {'median':>10} {'x int8':>7}")
+        kernel_workloads(max(10, args.runs // 25))
+
+
+def float_workloads(runs: int) -> None:
+    """(a) to (d)."""
     from byoc.frontend.onnx import from_onnx
 
     installed = set(available_backends())
@@ -180,7 +200,7 @@ def main() -> None:
                 print(f"{title:26} {name:24} WRONG: differs from onnxruntime")
                 continue
             contenders[name] = lambda compiled=compiled: compiled(*feeds)
-        times = median_times(contenders, args.runs)
+        times = median_times(contenders, runs)
         ort_time = times["onnxruntime (2 threads)"]
         numpy_time = times.get("numpy")
         for name, seconds in times.items():
@@ -188,6 +208,89 @@ def main() -> None:
             vs_np = f"{seconds / numpy_time:8.2f}" if numpy_time else f"{'-':>8}"
             print(f"{title:26} {name:24} {seconds * scale:8.3f}{unit} {vs_ort:7.2f} {vs_np}")
         print()
+
+
+QDQ_CONFIGS = {
+    "byoc ccompiler": ["ccompiler"],
+    "byoc cblas,ccompiler": ["cblas", "ccompiler"],
+}
+
+
+def quantized_workloads(runs: int) -> None:
+    """(e), (f): QDQ models, byoc against onnxruntime on the same file and
+    against both on the float32 model; byoc's output must be within 3 steps
+    of the output's quantization scale of onnxruntime's."""
+    import tempfile
+    from pathlib import Path
+
+    import onnx
+    import qdq_models
+
+    installed = set(available_backends())
+    workloads = [
+        ("(e) QDQ CNN 1x3x32x32", qdq_models.cnn_model),
+        ("(f) QDQ MLP 1x64x256", qdq_models.mlp_model),
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        for title, make in workloads:
+            model = make()
+            path = qdq_models.quantize(model, Path(tmp) / "model.onnx")
+            qdq = onnx.load(path)
+            feeds = [np.random.default_rng(5).standard_normal(qdq_models.input_shape(model)).astype(np.float32)]
+            ort_qdq, ort_float = ort_session(qdq), ort_session(model)
+            contenders: dict[str, Callable[[], object]] = {
+                "onnxruntime QDQ": lambda: ort_qdq(*feeds),
+                "onnxruntime float32": lambda: ort_float(*feeds),
+            }
+            want = ort_qdq(*feeds)[0]
+            step = qdq_models.output_scale(path)
+            for name, targets in QDQ_CONFIGS.items():
+                if any(t not in installed for t in targets):
+                    continue
+                compiled = byoc.compile(path, targets=targets)
+                steps = float(np.abs(compiled(*feeds) - want).max()) / step
+                if steps > 3:
+                    print(f"{title:26} {name + ' QDQ':28} WRONG: {steps:.1f} steps from onnxruntime")
+                    continue
+                contenders[f"{name} QDQ"] = lambda compiled=compiled: compiled(*feeds)
+            best_float = byoc.compile(model, targets=[t for t in ("cblas", "ccompiler") if t in installed])
+            contenders["byoc cblas,ccompiler float32"] = lambda: best_float(*feeds)
+            times = median_times(contenders, runs)
+            reference = times["onnxruntime QDQ"]
+            for name, seconds in times.items():
+                print(f"{title:26} {name:28} {seconds * 1e3:8.3f}ms {seconds / reference:7.2f}")
+            print()
+
+
+def kernel_workloads(runs: int) -> None:
+    """(g): one quantized conv2d / dense (ccompiler's int8 kernels) against the
+    same float32 op (ccompiler's and cblas's kernels), same shapes."""
+    import tempfile
+    from pathlib import Path
+
+    import qdq_models
+
+    installed = set(available_backends())
+    workloads = [
+        ("(g) conv 64->64 3x3 56x56", qdq_models.conv_model),
+        ("(g) dense 128x1024x1024", qdq_models.dense_model),
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        for title, make in workloads:
+            model = make()
+            path = qdq_models.quantize(model, Path(tmp) / "kernel.onnx")
+            feeds = [np.random.default_rng(6).standard_normal(qdq_models.input_shape(model)).astype(np.float32)]
+            int8 = byoc.compile(path, targets=["ccompiler"])
+            contenders: dict[str, Callable[[], object]] = {"byoc int8 (ccompiler)": lambda: int8(*feeds)}
+            for name, targets in (("byoc float32 (ccompiler)", ["ccompiler"]), ("byoc float32 (cblas)", ["cblas", "ccompiler"])):
+                if all(t in installed for t in targets):
+                    compiled = byoc.compile(model, targets=targets)
+                    contenders[name] = lambda compiled=compiled: compiled(*feeds)
+            times = median_times(contenders, runs)
+            reference = times["byoc int8 (ccompiler)"]
+            for name, seconds in times.items():
+                print(f"{title:26} {name:28} {seconds * 1e3:8.3f}ms {seconds / reference:7.2f}")
+            print()
 
 
 if __name__ == "__main__":
