@@ -64,7 +64,21 @@ def parse_targets(targets: str | list[str] | tuple[str, ...] | None) -> list[Bac
     """Backends in priority order from `"a,b"` or `["a", "b"]`; checks each name."""
     if targets is None:
         return []
-    names = targets.split(",") if isinstance(targets, str) else list(targets)
+    if isinstance(targets, str):
+        names = targets.split(",")
+    elif isinstance(targets, (list, tuple)):
+        names = list(targets)
+    else:
+        raise ByocError(
+            f"error: targets must be backend names in priority order (a list, or a "
+            f"comma-separated string), not a {type(targets).__name__}"
+        )
+    for name in names:
+        if not isinstance(name, str):
+            raise ByocError(
+                f"error: targets must be backend names (strings); got {name!r} "
+                f"({type(name).__name__})"
+            )
     names = [n.strip() for n in names if n.strip()]
     seen: set[str] = set()
     backends: list[Backend] = []

@@ -224,6 +224,20 @@ def _write_blob(model: CompiledModule, path: Path) -> None:
             f.write(chunk)
 
 
+SYSTEM_HEADERS = frozenset(
+    """assert complex ctype errno fenv float inttypes iso646 limits locale math
+    setjmp signal stdalign stdarg stdatomic stdbit stdbool stdckdint stddef stdint
+    stdio stdlib stdnoreturn string tgmath threads time uchar wchar wctype
+    aio alloca cpio dirent dlfcn endian fcntl features fmtmsg fnmatch ftw glob grp
+    iconv langinfo libgen malloc memory monetary mqueue ndbm netdb nl_types poll
+    pthread pwd regex sched search semaphore spawn strings syslog tar termios
+    trace ulimit unistd utime utmpx wordexp cblas omp openblas_config immintrin
+    x86intrin arm_neon""".split()
+)
+"""Headers a C program (or the generated C) includes as `<x.h>`: a library
+named after one would ship a header shadowing it."""
+
+
 def export_library(
     model: CompiledModule,
     output: str | PathLike[str],
@@ -240,6 +254,12 @@ def export_library(
     """
     if not name.isidentifier() or c_identifier(name) != name:
         raise ByocError(f"error: library name '{name}' is not a C identifier")
+    if name.lower() in SYSTEM_HEADERS:
+        raise ByocError(
+            f"error: library name '{name}' would write {name}.h, which shadows the "
+            f"system header <{name.lower()}.h> for any program built beside it (and "
+            "the library's own C); choose another name"
+        )
     if weights not in WEIGHTS_MODES:
         raise ByocError(
             f"error: weights '{weights}': expected one of {', '.join(WEIGHTS_MODES)}"
@@ -283,7 +303,8 @@ def export_library(
             *shlex.split(compiler()),
             *DEFAULT_FLAGS,
             "-shared",
-            "-I",
+            # Quoted includes only: `<stdint.h>` must never find a file of ours.
+            "-iquote",
             str(work),
             *map(str, inputs),
             "-o",

@@ -200,6 +200,7 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     targets: Sequence[str] | str | None = ("ccompiler",),
     cache: bool = True,
     quiet: bool = False,
+    **unknown: object,
 ) -> CompiledModule:
     """Compile a relay model for `targets` (priority order; `[]`: host only).
 
@@ -207,7 +208,15 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     CPU) is loaded from the compile cache in `$BYOC_CACHE_DIR` instead. A
     compile that takes over a second shows its stages on stderr when that is
     a terminal, unless `quiet`; `CompiledModule.timings` has their seconds.
+    A misspelt keyword (`target=`) is a ByocError, like every other bad input.
     """
+    if unknown:
+        raise ByocError(
+            f"error: byoc.compile() has no argument {', '.join(repr(k) for k in unknown)}; "
+            "it takes source, targets, cache and quiet"
+        )
+    if cache not in (True, False):
+        raise ByocError(f"error: cache must be True or False, not {cache!r}")
     from byoc.runtime.cache import cache_key, entry_path, source_digest
     from byoc.runtime.saved import host_cpu, load
     from byoc.runtime.toolchain import compiler, openmp_flags, optimisation_flags

@@ -27,6 +27,7 @@ import hashlib
 import json
 import mmap
 import os
+import stat
 import struct
 import tempfile
 import zipfile
@@ -212,14 +213,11 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, bytes], Weights | None,
     """The manifest, verified members and weights (with their symbol) of a saved
     model, or a ByocError."""
     where = f"{path}: error"
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below, mappings outlive it
-    except OSError as err:
-        raise ByocError(f"{where}: cannot read the file: {err.strerror or err}") from None
+    f = _open_regular(path, where)
     with f:
         try:
             with zipfile.ZipFile(f) as zf:
-                names = set(zf.namelist())
+                names = _check_members(zf, os.fstat(f.fileno()).st_size, where)
                 if "manifest.json" not in names:
                     raise ByocError(f"{where}: not a byoc compiled model (no manifest)")
                 manifest = json.loads(zf.read("manifest.json"))
@@ -237,11 +235,68 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, bytes], Weights | None,
                 weights, symbol = _weights(f, zf, manifest, where)
         except ByocError:
             raise
-        except (zipfile.BadZipFile, json.JSONDecodeError, UnicodeDecodeError, EOFError, ValueError, KeyError, TypeError, OSError) as err:
+        except MemoryError:
+            raise ByocError(f"{where}: out of memory reading the file") from None
+        except Exception as err:  # noqa: BLE001 - zipfile, zlib, json: all mean damaged
             raise ByocError(
-                f"{where}: not a byoc compiled model, or truncated or corrupted ({err})"
+                f"{where}: not a byoc compiled model, or truncated or corrupted "
+                f"({type(err).__name__}: {err})"
             ) from None
     return manifest, members, weights, symbol
+
+
+MAX_MEMBERS = 4096
+"""More members than any saved model has: a bigger directory is not ours."""
+
+MAX_EXPANSION = 64
+"""How much a compressed member may grow when read (text deflates 3-10x);
+beyond `EXPANSION_FLOOR` bytes, a member claiming more is a zip bomb."""
+
+EXPANSION_FLOOR = 256 << 20
+
+
+def _open_regular(path: Path, where: str) -> IO[bytes]:
+    """`path` opened for reading, if it is a regular file: a FIFO would block
+    for ever and a device (/dev/zero) never ends, so neither is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        raise ByocError(f"{where}: cannot read the file: {err.strerror or err}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ByocError(f"{where}: not a regular file, so not a saved model")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _check_members(zf: zipfile.ZipFile, file_size: int, where: str) -> set[str]:
+    """The member names, once each sizes are checked against the file: no member
+    is named twice, lies past the end of the file, or expands beyond what any
+    saved model's text does (before a byte of it is decompressed)."""
+    infos = zf.infolist()
+    if len(infos) > MAX_MEMBERS:
+        raise ByocError(f"{where}: not a byoc compiled model ({len(infos)} members)")
+    names: set[str] = set()
+    for info in infos:
+        name = info.filename
+        if name in names:
+            raise ByocError(f"{where}: corrupted: member {name} appears twice")
+        names.add(name)
+        if info.header_offset + info.compress_size > file_size:
+            raise ByocError(f"{where}: truncated: member {name} ends past the end of the file")
+        if info.compress_type == zipfile.ZIP_STORED:
+            if info.file_size != info.compress_size:
+                raise ByocError(f"{where}: corrupted: member {name} has inconsistent sizes")
+        elif info.file_size > max(EXPANSION_FLOOR, MAX_EXPANSION * info.compress_size):
+            raise ByocError(
+                f"{where}: corrupted: member {name} claims {info.file_size} bytes from "
+                f"{info.compress_size} compressed (a zip bomb?)"
+            )
+    return names
 
 
 def _check_build(manifest: dict[str, Any], where: str) -> None:
@@ -296,6 +351,8 @@ def load_weights(path: str | PathLike[str]) -> Weights | None:
 
 def load(path: str | PathLike[str]) -> CompiledModule:
     """Load a model written by `CompiledModule.save`, without a C compiler."""
+    if not isinstance(path, (str, PathLike)):
+        raise ByocError(f"error: byoc.load() takes a path, not a {type(path).__name__}")
     path = Path(path)
     manifest, members, weights, symbol = _read(path)
     try:

@@ -832,7 +832,8 @@ def test_translate_emits_openmp_only_when_allowed(openmp, tmp_path):
 
 
 RUN_SAVED = """
-import ctypes, sys
+import sys
+import cffi
 import numpy as np
 import byoc
 from byoc.backends import cblas
@@ -841,8 +842,10 @@ data = np.load(sys.argv[2])
 model = byoc.load(sys.argv[1])
 got = model(*[data[f"arg{i}"] for i in range(int(data["count"]))])
 np.testing.assert_allclose(got, data["want"], rtol=1e-4, atol=1e-5)
+ffi = cffi.FFI()
+ffi.cdef("int omp_get_max_threads(void);")
 try:
-    threads = ctypes.CDLL("libgomp.so.1").omp_get_max_threads()
+    threads = ffi.dlopen("libgomp.so.1").omp_get_max_threads()
 except OSError:
     threads = -1
 print(threads, cblas.get_threads())

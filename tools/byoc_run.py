@@ -11,9 +11,13 @@ mismatch.
 from __future__ import annotations
 
 import argparse
+import signal
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -117,15 +121,67 @@ def compare(name: str, results, expected, args: argparse.Namespace, model: Compi
     return ok
 
 
+ONNXRUNTIME_CHILD = """\
+import sys
+import numpy as np
+try:
+    import onnxruntime as ort
+except ImportError:
+    sys.exit(3)
+ort.set_default_logger_severity(3)
+model, inputs, outputs = sys.argv[1:4]
+with np.load(inputs) as data:
+    arrays = [data[f"a{i}"] for i in range(len(data.files))]
+session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+names = [i.name for i in session.get_inputs()]
+results = session.run(None, dict(zip(names, arrays)))
+np.savez(outputs, **{f"r{i}": r for i, r in enumerate(results)})
+"""
+
+
 def onnxruntime_results(path: str, inputs: list[np.ndarray]) -> list[np.ndarray] | None:
-    """onnxruntime's outputs for an .onnx model, or None when it is not installed."""
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        return None
-    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    names = [i.name for i in session.get_inputs()]
-    return session.run(None, dict(zip(names, inputs)))
+    """onnxruntime's outputs for an .onnx model, or None (saying why) when it is
+    not installed, refuses the model or crashes on it.
+
+    It runs in a child process: a model that crashes onnxruntime must not take
+    byoc down with it, and byoc's own check against the reference stands.
+    """
+    with tempfile.TemporaryDirectory(prefix="byoc-check-") as tmp:
+        given, produced = Path(tmp) / "inputs.npz", Path(tmp) / "outputs.npz"
+        np.savez(given, **{f"a{i}": a for i, a in enumerate(inputs)})
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-c", ONNXRUNTIME_CHILD, path, str(given), str(produced)],
+                capture_output=True,
+                text=True,
+                timeout=ONNXRUNTIME_TIMEOUT,
+            )
+        except subprocess.TimeoutExpired:
+            print(f"note: onnxruntime did not finish in {ONNXRUNTIME_TIMEOUT} s; "
+                  "not compared with it", file=sys.stderr)
+            return None
+        if proc.returncode == 3:
+            return None  # not installed
+        if proc.returncode < 0:
+            try:
+                name = signal.Signals(-proc.returncode).name
+            except ValueError:
+                name = f"signal {-proc.returncode}"
+            print(f"note: onnxruntime crashed on this model ({name}); not compared "
+                  "with it", file=sys.stderr)
+            return None
+        if proc.returncode != 0:
+            lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+            why = lines[-1] if lines else f"exit status {proc.returncode}"
+            print(f"note: onnxruntime cannot run this model ({why}); not compared "
+                  "with it", file=sys.stderr)
+            return None
+        with np.load(produced) as data:
+            return [data[f"r{i}"] for i in range(len(data.files))]
+
+
+ONNXRUNTIME_TIMEOUT = 600
+"""Seconds onnxruntime may take on `--check` before byoc stops waiting."""
 
 
 def run(args: argparse.Namespace) -> int:
