@@ -81,7 +81,10 @@ class Stages:
             self._stream.flush()
 
     def _tick(self) -> None:
-        while not self._stop.wait(_REFRESH):
+        # First wake exactly when the line is due, then every _REFRESH.
+        delay = max(0.0, SHOW_AFTER - self.elapsed)
+        while not self._stop.wait(delay):
+            delay = _REFRESH
             elapsed = time.perf_counter() - self._start
             if elapsed < SHOW_AFTER:
                 continue
