@@ -21,35 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-LIGHT_MODELS = (
-    "resnet50",
-    "densenet121",
-    "inception_v1",
-    "inception_v2",
-    "shufflenet",
-    "squeezenet",
-    "vgg19",
-    "bvlc_alexnet",
-    "zfnet512",
+from byoc.frontend.onnx.shipped import (  # noqa: F401 - re-exported for the benchmarks
+    LIGHT_MODELS,
+    SUITES,
+    light_model_path,
+    model_dirs,
+    test_data_dir,
 )
-"""The light architectures, by the name in `light_<name>.onnx`."""
-
-SUITES = ("light", "pytorch-converted", "pytorch-operator", "simple")
-"""The model suites of onnx's shipped test data."""
-
-
-def test_data_dir() -> Path:
-    """`onnx/backend/test/data` of the installed onnx package."""
-    import onnx
-
-    return Path(onnx.__file__).parent / "backend" / "test" / "data"
-
-
-def light_model_path(name: str) -> Path:
-    """The `.onnx` file of light architecture `name` (one of LIGHT_MODELS)."""
-    if name not in LIGHT_MODELS:
-        raise ValueError(f"unknown light model {name!r}; one of {', '.join(LIGHT_MODELS)}")
-    return test_data_dir() / "light" / f"light_{name}.onnx"
 
 
 def light_model_output(name: str) -> np.ndarray:
@@ -73,16 +51,6 @@ def runner_inputs(model) -> list[np.ndarray]:  # noqa: ANN001 - an onnx.ModelPro
         n = math.prod(shape)
         arrays.append((np.arange(n, dtype=np.float32) / n).reshape(shape))
     return arrays
-
-
-def model_dirs(suite: str) -> Iterator[Path]:
-    """The test folders of a suite (`model.onnx` plus `test_data_set_*/`), sorted.
-
-    The light suite has no folders (its files are `light_<name>.onnx`)."""
-    root = test_data_dir() / suite
-    for path in sorted(root.iterdir()):
-        if (path / "model.onnx").exists():
-            yield path
 
 
 # --- Random weights -------------------------------------------------------------
