@@ -187,7 +187,9 @@ def _data_offset(f: IO[bytes], info: zipfile.ZipInfo) -> int:
     return info.header_offset + 30 + name_length + extra_length
 
 
-def _weights(f: IO[bytes], zf: zipfile.ZipFile, manifest: dict[str, Any], where: str) -> tuple[Weights | None, str]:
+def _weights(
+    f: IO[bytes], zf: zipfile.ZipFile, manifest: dict[str, Any], where: str, verify: bool = True
+) -> tuple[Weights | None, str]:
     """The blob a manifest describes, mapped (or read) and checked, and its symbol."""
     description = manifest.get("weights")
     if description is None:
@@ -202,7 +204,7 @@ def _weights(f: IO[bytes], zf: zipfile.ZipFile, manifest: dict[str, Any], where:
         raise ByocError(f"{where}: corrupted: {member} has {info.file_size} bytes, not {size}")
     offset = _data_offset(f, info)
     if info.compress_type == zipfile.ZIP_STORED and offset % _PAGE == 0:
-        weights = Weights.map(f.fileno(), offset, size, expected, where, member)
+        weights = Weights.map(f.fileno(), offset, size, expected, where, member, verify)
     else:
         with zf.open(info) as stream:
             weights = Weights.read(stream, size, expected, where, member)
@@ -345,8 +347,15 @@ def _unpack_library(data: bytes) -> Path:
 
 
 def load_weights(path: str | PathLike[str]) -> Weights | None:
-    """The weights of the saved model at `path`, mapped and checked."""
-    return _read(Path(path))[2]
+    """The weights of a model this process has just saved at `path`, mapped
+    (and not read again to check them: that would bring every page in)."""
+    where = f"{path}: error"
+    try:
+        with open(path, "rb") as f, zipfile.ZipFile(f) as zf:
+            manifest = json.loads(zf.read("manifest.json"))
+            return _weights(f, zf, manifest, where, verify=False)[0]
+    except (zipfile.BadZipFile, json.JSONDecodeError, KeyError, ValueError, OSError) as err:
+        raise ByocError(f"{where}: cannot map the weights just saved ({err})") from None
 
 
 def load(path: str | PathLike[str]) -> CompiledModule:

@@ -96,6 +96,19 @@ def _resource_bytes(handle: str) -> bytes:
     return bytes.fromhex(blob[2:])[4:]
 
 
+def _own_bytes(array: np.ndarray) -> bytes | None:
+    """The `bytes` object `array` views, when it is exactly the array's memory
+    (a weight read from a file): a constant then shares it instead of copying
+    hundreds of megabytes."""
+    root = array
+    while isinstance(root, np.ndarray) and root.base is not None:
+        root = root.base
+    if not isinstance(root, bytes) or len(root) != array.nbytes or not array.flags.c_contiguous:
+        return None
+    start = np.frombuffer(root, np.uint8).__array_interface__["data"][0]
+    return root if start == array.__array_interface__["data"][0] else None
+
+
 @irdl_op_definition
 class ConstantOp(RelayOp):
     """A constant tensor: the `value` property, a `dense<...>` elements
@@ -125,8 +138,12 @@ class ConstantOp(RelayOp):
         if typ is None:
             array = array.astype(np.float32)
             typ = _FLOAT_TYPES[4]
-        data = np.ascontiguousarray(array, dtype=_element_dtype(typ)).tobytes()
-        attr = DenseIntOrFPElementsAttr(TensorType(typ, array.shape), BytesAttr(data))
+        shape = array.shape  # (ascontiguousarray makes a scalar one-dimensional)
+        array = np.ascontiguousarray(array, dtype=_element_dtype(typ))
+        data = _own_bytes(array)
+        if data is None:
+            data = array.tobytes()
+        attr = DenseIntOrFPElementsAttr(TensorType(typ, shape), BytesAttr(data))
         return ConstantOp(attr)
 
     def to_numpy(self) -> np.ndarray:

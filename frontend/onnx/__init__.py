@@ -36,6 +36,7 @@ from byoc.frontend.onnx.loader import (
     _infer_shapes,
     _pin_input_shapes,
     is_onnx_source,
+    load_lean_model,
     load_model,
 )
 from byoc.frontend.onnx.registry import CONVERTERS, SUPPORTED_OPS
@@ -71,7 +72,9 @@ def from_onnx(
     dynamic dimensions). Raises ByocError for unreadable files, unsupported
     nodes (all of them, in one message), dynamic shapes and non-float32 tensors.
     """
-    model, name = load_model(source)
+    # Weights stay out of the model until the importer reads each once (shape
+    # inference and the checks copy the whole model otherwise).
+    model, name, weights = load_lean_model(source)
     _check_model(model, name)
     check_model(model, name)
     check_scalar_inputs(model, name)
@@ -85,7 +88,7 @@ def from_onnx(
     if input_shapes:
         model = _pin_input_shapes(model, input_shapes, name)
     model = _infer_shapes(model, name)
-    module = GraphImporter(model, name, CONVERTERS, fold).run()
+    module = GraphImporter(model, name, CONVERTERS, fold, weights).run()
     from byoc.frontend.parse import verify_module
 
     verify_module(module, name)

@@ -34,6 +34,8 @@ from byoc.frontend.onnx.loader import (
 if TYPE_CHECKING:
     import onnx
 
+    from byoc.frontend.onnx.weights import LeanWeights
+
 Shape = tuple[int, ...]
 
 
@@ -157,9 +159,12 @@ class GraphImporter:
         filename: str,
         converters: Mapping[str, Converter],
         fold: Folder | None = None,
+        weights: LeanWeights | None = None,
     ):
         self.converters = converters
         self.fold = fold
+        self.weights = weights
+        """Where initializers without data in `model` have it (load_lean_model)."""
         self.model = model
         self.filename = filename
         self.opset = default_opset(model)
@@ -212,7 +217,10 @@ class GraphImporter:
         for value_info in (*graph.input, *graph.value_info, *graph.output):
             self.inferred[value_info.name] = _dims(value_info.type)
         for tensor in graph.initializer:
-            self.constants[tensor.name] = _to_numpy(tensor, self.filename)
+            stripped = self.weights.array(tensor, self.filename) if self.weights else None
+            self.constants[tensor.name] = (
+                stripped if stripped is not None else _to_numpy(tensor, self.filename)
+            )
         self.used = {name for proto in graph.node for name in proto.input}
         self.used.update(value_info.name for value_info in graph.output)
 

@@ -14,6 +14,8 @@ from byoc.frontend.diagnostics import ByocError
 if TYPE_CHECKING:
     import onnx
 
+    from byoc.frontend.onnx.weights import LeanWeights
+
 Shape = tuple[int, ...]
 
 
@@ -73,6 +75,48 @@ def load_model(source: str | Path | onnx.ModelProto) -> tuple[onnx.ModelProto, s
         ) from None
     _load_external_data(model, path, name)
     return model, name
+
+
+LEAN_FILE_BYTES = 1 << 24
+"""Files at least this large are read without their weights (frontend/onnx/weights.py)."""
+
+
+def load_lean_model(
+    source: str | Path | onnx.ModelProto,
+) -> tuple[onnx.ModelProto, str, LeanWeights]:
+    """The model of `source` without the data of its large initializers (read
+    when the importer asks: see frontend/onnx/weights.py), and its name."""
+    from byoc.frontend.onnx.weights import LeanWeights, WireError, lean_copy, load_lean
+
+    onnx = _onnx()
+    if isinstance(source, onnx.ModelProto):
+        model, weights = lean_copy(source)
+        return model, "<onnx model>", weights
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        try:
+            small = path.stat().st_size < LEAN_FILE_BYTES
+        except OSError:
+            small = True  # load_model reports it
+        if not small:
+            try:
+                model, weights = load_lean(path, str(source))
+            except (WireError, ValueError, OSError) as err:
+                raise ByocError(
+                    f"error: {source}: not an ONNX model, or a truncated one (cannot "
+                    f"decode the protobuf: {err})"
+                ) from None
+            except ByocError:
+                raise
+            except Exception as err:  # protobuf's DecodeError
+                raise ByocError(
+                    f"error: {source}: not an ONNX model, or a truncated one (cannot "
+                    f"decode the protobuf: {err})"
+                ) from None
+            return model, str(source), weights
+    model, name = load_model(source)
+    model, weights = lean_copy(model)
+    return model, name, weights
 
 
 def _load_external_data(model: onnx.ModelProto, path: Path, name: str) -> None:
