@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -165,28 +166,67 @@ def test_library_of_several_units_compiles_concurrently_and_caches(tmp_path, mon
         broken.link()
 
 
-def test_stages_are_timed_and_shown_only_on_a_terminal(monkeypatch):
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
+class Terminal(io.StringIO):
+    """A stderr that says it is a terminal, and can be waited on for a text."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.changed = threading.Condition()
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        with self.changed:
+            count = super().write(text)
+            self.changed.notify_all()
+        return count
+
+    def wait_for(self, text: str, timeout: float) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: text in self.getvalue(), timeout)
+
+
+def test_compile_collects_the_seconds_of_its_stages(monkeypatch):
     with progress.stage("outside"):  # no compile under way: nothing happens
         pass
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    model = byoc.compile(mixed(12), targets=["ccompiler"], cache=False)
+    for name in ("import", "partition", "codegen ccompiler", "codegen host", "host JIT", "total"):
+        assert name in model.timings, model.timings
+    # Whether a line was shown depends on how fast this machine is; if one
+    # was, it is cleared at the end.
+    shown = sys.stderr.getvalue()
+    assert shown == "" or shown.endswith("\r\x1b[K"), repr(shown)
+
+
+def test_the_line_names_the_stages_under_way_on_a_terminal(monkeypatch):
+    # No timing here: the stage waits until the ticker has written (the line
+    # is due at once), however slow or loaded the machine is.
     monkeypatch.setattr(progress, "SHOW_AFTER", 0.0)
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    module = mixed(12)
-    model = byoc.compile(module, targets=["ccompiler"], cache=False)
-    for name in ("import", "partition", "codegen ccompiler", "codegen host", "host JIT", "total"):
-        assert name in model.timings, model.timings
+    with progress.compile_stages() as stages:
+        with progress.stage("codegen ccompiler"):
+            assert terminal.wait_for("codegen ccompiler", 120), "the line never appeared"
     shown = terminal.getvalue()
-    assert "byoc:" in shown and shown.endswith("\r\x1b[K")  # the line is cleared
-    terminal.truncate(0)
+    assert "byoc:" in shown and "codegen ccompiler" in shown
+    assert shown.endswith("\r\x1b[K")  # the line is cleared
+    assert "codegen ccompiler" in stages.seconds
+
+
+def test_quiet_or_not_a_terminal_shows_nothing(monkeypatch):
+    monkeypatch.setattr(progress, "SHOW_AFTER", 0.0)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with progress.compile_stages(quiet=True) as stages:
+        assert stages._ticker is None  # nothing that could ever write
     byoc.compile(mixed(12, seed=4), targets=["ccompiler"], cache=False, quiet=True)
     assert terminal.getvalue() == ""
-    # Not a terminal: nothing.
     plain = io.StringIO()
     monkeypatch.setattr(sys, "stderr", plain)
+    with progress.compile_stages() as stages:
+        assert stages._ticker is None
     byoc.compile(mixed(12, seed=5), targets=["ccompiler"], cache=False)
     assert plain.getvalue() == ""
 
