@@ -24,10 +24,11 @@ its own C compiler process as soon as it is printed.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32, f64
+from xdsl.ir import Attribute, Operation
 
 from byoc.backends.ccompiler_int8 import outline_int8_kernels
-from byoc.backends.spec import Artifact, Backend, Composite, always
+from byoc.backends.spec import Artifact, Backend, Composite
 from byoc.dialects import make_context, relay
 from byoc.passes.dedup_functions import dedup_functions
 from byoc.passes.split_functions import (
@@ -71,6 +72,23 @@ SUPPORTED = tuple(
         if op.name not in TRANSCENDENTAL and op.name != "relay.constant"
     )
 )
+
+def has_c_type(element: Attribute) -> bool:
+    """Whether `element` has a C type: `float`, `double`, `bool` (i1) or an
+    `intN_t`/`uintN_t` (f16, for one, has none)."""
+    return element in (f32, f64) or relay.is_integer_type(element)
+
+
+def c_types(op: Operation) -> str | None:
+    """Why `op`'s tensors cannot be C buffers, or None: every element type must
+    have a C type (f16 has none)."""
+    for kind, values in (("operand", op.operands), ("result", op.results)):
+        for i, value in enumerate(values):
+            typ = value.type
+            if isinstance(typ, TensorType) and not has_c_type(typ.element_type):
+                return f"{kind} {i} is {typ}; C has no type for {typ.element_type}"
+    return None
+
 
 COMPOSITES = (
     Composite("conv2d_bias_relu", ("relay.nn.conv2d", "relay.nn.bias_add", "relay.nn.relu")),
@@ -143,7 +161,7 @@ def codegen(functions: ModuleOp) -> Artifact:
 
 backend = Backend(
     name="ccompiler",
-    ops={name: always for name in SUPPORTED},
+    ops={name: c_types for name in SUPPORTED},
     codegen=codegen,
     description="C generated through emitc, compiled by the system C compiler",
     source=generate_c,

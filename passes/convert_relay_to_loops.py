@@ -62,6 +62,7 @@ from byoc.passes.loop_nests import (
 from byoc.passes.lower_nn import NN_LOWERINGS, integer_max_min
 from byoc.passes.lower_qnn import QNN_LOWERINGS
 from byoc.passes.lower_shapes import SHAPE_LOWERINGS, GlobalConstants, lower_constant
+from byoc.passes.lower_transform import TRANSFORM_LOWERINGS
 
 PASS_NAME = "convert-relay-to-loops"
 
@@ -481,6 +482,7 @@ LOWERINGS: dict[type[Operation], OpLowering] = {
     **{op_type: lower_elementwise for op_type in SCALAR_BUILDERS},
     **{op_type: lower_elementwise for op_type in SCALAR_BUILDERS_OF_OP},
     **SHAPE_LOWERINGS,
+    **TRANSFORM_LOWERINGS,
     **NN_LOWERINGS,
     **QNN_LOWERINGS,
     extern.CallOp: lower_call,

@@ -6,6 +6,8 @@ wrapper that gives the model a plain C entry point:
 
     int32_t <name>_run(const float* in0, ..., float* out0, ...);
 
+(each buffer typed by its element type: `const int64_t*` for int64 ids, ...)
+
 returning 0 on success. The library needs no Python and no byoc at run time.
 
 The weights blob either goes inside the library (`weights="embed"`, the
@@ -33,16 +35,40 @@ from byoc.runtime.toolchain import DEFAULT_FLAGS, compiler
 from byoc.targets.c import c_identifier
 
 
+_C_TYPES = {
+    "float32": "float",
+    "float64": "double",
+    "bool": "bool",
+    "int8": "int8_t",
+    "uint8": "uint8_t",
+    "int16": "int16_t",
+    "int32": "int32_t",
+    "int64": "int64_t",
+}
+"""numpy dtype name -> the C type of one element of a buffer of that dtype."""
+
+
+def c_element_type(spec: TensorSpec) -> str:
+    """The C type of the elements of `spec`'s buffer."""
+    found = _C_TYPES.get(spec.dtype.name)
+    if found is None:
+        raise ByocError(
+            f"error: '{spec.name}' has dtype {spec.dtype}, which has no C type; it "
+            "cannot be exported ahead of time"
+        )
+    return found
+
+
 def _params(specs: tuple[TensorSpec, ...], const: bool, taken: set[str]) -> list[str]:
-    names = []
+    params = []
     for spec in specs:
         name = c_identifier(spec.name)
         while name in taken:
             name += "_"
         taken.add(name)
-        names.append(name)
-    qualifier = "const float*" if const else "float*"
-    return [f"{qualifier} {n}" for n in names]
+        qualifier = "const " if const else ""
+        params.append(f"{qualifier}{c_element_type(spec)}* {name}")
+    return params
 
 
 WEIGHTS_MODES = ("embed", "file")
@@ -63,6 +89,9 @@ def header(
         f"#ifndef {guard}",
         f"#define {guard}",
         "",
+        *(["#include <stdbool.h>"] if any(
+            s.dtype.kind == "b" for s in (*model.inputs, *model.outputs)
+        ) else []),
         "#include <stdint.h>",
         "",
         "#ifdef __cplusplus",
@@ -73,7 +102,7 @@ def header(
     for kind, specs in (("INPUT", model.inputs), ("OUTPUT", model.outputs)):
         for i, spec in enumerate(specs):
             dims = "x".join(str(d) for d in spec.shape) or "scalar"
-            lines.append(f"/* {kind.lower()} {i} '{c_identifier(spec.name)}': float32 {dims} */")
+            lines.append(f"/* {kind.lower()} {i} '{c_identifier(spec.name)}': {spec.dtype} {dims} */")
             lines.append(f"#define {name.upper()}_{kind}_{i}_SIZE {prod(spec.shape)}")
     upper = name.upper()
     if weights == "file":
@@ -95,7 +124,7 @@ def header(
         ]
     lines += [
         "",
-        "/* Dense row-major float32 buffers, allocated by the caller; none may",
+        "/* Dense row-major buffers, allocated by the caller; none may",
         "   alias another. Returns 0 on success. */",
         f"int32_t {name}_run({', '.join(params)});",
         "",

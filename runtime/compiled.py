@@ -37,6 +37,31 @@ class TensorSpec:
         return f"{self.name}: {dims + 'x' if dims else ''}{self.dtype}"
 
 
+def _converts(array: np.ndarray, dtype: np.dtype) -> bool:
+    """Whether `array` may be converted to `dtype` for a call: any number to a
+    float input; to an integer input only integers whose values all fit (an
+    index or a token id is never rounded or wrapped); to a bool input only bools."""
+    kind = array.dtype.kind
+    if dtype.kind == "f":
+        return kind in "biuf"
+    if dtype.kind == "b":
+        return kind == "b"
+    if kind == "b" or np.can_cast(array.dtype, dtype, "safe"):
+        return True
+    if kind not in "iu":
+        return False
+    info = np.iinfo(dtype)
+    return array.size == 0 or (int(array.min()) >= info.min and int(array.max()) <= info.max)
+
+
+def _conversion_hint(array: np.ndarray, dtype: np.dtype) -> str:
+    if dtype.kind in "iu" and array.dtype.kind in "iu":
+        return f" (its values do not fit {dtype})"
+    if dtype.kind in "iub":
+        return f" (convert it yourself, e.g. array.astype(np.{dtype}))"
+    return ""
+
+
 class HostCode(Protocol):
     """Machine code of the host part: JIT-compiled now, or loaded from a file."""
 
@@ -135,10 +160,11 @@ class CompiledModule:
                 f"error: argument {index} ({spec.name}) is not an array: {err}"
             ) from None
         if array.dtype != spec.dtype:
-            if array.dtype.kind not in "biuf":
+            if not _converts(array, spec.dtype):
                 raise ByocError(
                     f"error: argument {index} ({spec.name}) has dtype "
                     f"{array.dtype}; expected {spec.dtype}"
+                    + _conversion_hint(array, spec.dtype)
                 )
             array = array.astype(spec.dtype)
         if array.dtype is not spec.dtype:  # equal but not the same object (byte order)

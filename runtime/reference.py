@@ -28,7 +28,7 @@ from byoc.runtime.reference_qnn import QNN_REFERENCE
 Kernel = Callable[[Operation, list[np.ndarray]], np.ndarray]
 
 def numpy_dtype(element_type: Attribute) -> np.dtype:
-    """The numpy dtype of a builtin element type (floats, 8- to 64-bit integers)."""
+    """The numpy dtype of a builtin element type (floats, i1, 8- to 64-bit integers)."""
     dtype = numpy_dtype_of(element_type)
     if dtype is None:
         raise ByocError(f"error: element type {element_type} is not supported")
@@ -371,6 +371,29 @@ def _expand_dims(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     return data.reshape(shape)
 
 
+def _take(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    data, indices = args
+    attrs = _attrs(op)
+    axis, mode = attrs["axis"], attrs["mode"]
+    if axis is None:
+        data, axis = data.reshape(-1), 0
+    axis = relay.normalize_axis(axis, data.ndim, op.name)
+    n = data.shape[axis]
+    index = indices.astype(np.int64)
+    if mode == "clip":
+        index = np.clip(index, 0, n - 1)
+    elif mode == "wrap":
+        index = np.mod(index, n)
+    else:  # "fast": [-n, n), as numpy
+        bad = (index < -n) | (index >= n)
+        if bad.any():
+            raise ByocError(
+                f"error: '{op.name}': index {int(index[bad][0])} is out of range for "
+                f"axis {axis} of size {n}"
+            )
+    return np.take(data, index, axis=axis)
+
+
 # --- Reductions ---
 
 
@@ -464,6 +487,7 @@ REFERENCE: dict[str, Kernel] = {
     relay.BatchFlattenOp.name: _batch_flatten,
     relay.SqueezeOp.name: _squeeze,
     relay.ExpandDimsOp.name: _expand_dims,
+    relay.TakeOp.name: _take,
     relay.SumOp.name: _reduction(np.sum, wide=True),
     relay.MeanOp.name: _reduction(np.mean, wide=True),
     relay.MaxOp.name: _reduction(_max, wide=False),

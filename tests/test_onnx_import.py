@@ -458,6 +458,12 @@ case(
 case("transpose-perm", [N("Transpose", ["x"], ["y"], perm=[1, 2, 0])], X234)
 case("transpose-default", [N("Transpose", ["x"], ["y"])], X234)
 case(
+    "gather-constant-indices",
+    [N("Gather", ["x", "i"], ["y"], axis=1)],
+    X234,
+    initializers={"i": np.array([[2, 0], [-1, 1]], np.int64)},
+)
+case(
     "concat",
     [N("Concat", ["x", "c", "z"], ["y"], axis=1)],
     {"x": random((2, 3, 4)), "z": random((2, 1, 4), 1)},
@@ -1094,16 +1100,20 @@ def test_dynamic_input_shape_is_an_error_unless_pinned() -> None:
         from_onnx(model, input_shapes={"z": [2, 3]})
 
 
-def test_non_float32_input_is_an_error() -> None:
+def test_an_input_dtype_byoc_does_not_run_is_an_error() -> None:
     model = make_model(
-        [N("Relu", ["x"], ["y"])], {"x": (2, 3)}, ["y"], input_type=TensorProto.DOUBLE
+        [N("Relu", ["x"], ["y"])], {"x": (2, 3)}, ["y"], input_type=TensorProto.FLOAT16
     )
-    model.graph.output[0].type.tensor_type.elem_type = TensorProto.DOUBLE
-    with pytest.raises(ByocError, match="input 'x' is float64; byoc imports only float32"):
+    model.graph.output[0].type.tensor_type.elem_type = TensorProto.FLOAT16
+    with pytest.raises(
+        ByocError,
+        match="input 'x' is float16; byoc runs only float32, float64, bool, int8, "
+        "uint8, int16, int32 and int64 tensors",
+    ):
         from_onnx(model)
 
 
-def test_non_float32_constant_used_as_data_is_an_error() -> None:
+def test_an_integer_tensor_where_an_op_needs_floats_names_the_node() -> None:
     model = make_model(
         [N("MatMul", ["k", "k"], ["y"], name="matmul_int")],  # MatMul does not fold
         {},
@@ -1112,8 +1122,19 @@ def test_non_float32_constant_used_as_data_is_an_error() -> None:
     )
     model.graph.output[0].type.tensor_type.elem_type = TensorProto.INT64
     with pytest.raises(
-        ByocError, match=r"node 'matmul_int' \(MatMul\): tensor 'k' is int64; byoc imports only float32"
+        ByocError,
+        match=r"node 'matmul_int' \(MatMul\): 'relay.nn.dense': data must have a float "
+        "element type, got i64",
     ):
+        from_onnx(model)
+
+
+def test_an_output_dtype_byoc_does_not_run_is_an_error() -> None:
+    model = make_model(
+        [N("Identity", ["k"], ["y"])], {}, ["y"], {"k": np.array([1, 2], np.uint16)}
+    )
+    model.graph.output[0].type.tensor_type.elem_type = TensorProto.UINT16
+    with pytest.raises(ByocError, match=r"output 'y' is uint16; byoc runs only"):
         from_onnx(model)
 
 

@@ -24,14 +24,17 @@ from byoc.dialects.relay.base import (
     InferredOp,
     RelayOp,
     Shape,
+    any_tensor_of,
     bool_attr,
     broadcast_shapes,
     check_result,
     float_attr,
     i64_array,
     i64_attr,
+    index_tensor_of,
     integer_range,
     is_integer_element,
+    is_integer_type,
     normalize_axes,
     normalize_axis,
     normalize_padding,
@@ -40,6 +43,7 @@ from byoc.dialects.relay.base import (
 )
 from byoc.dialects.relay.constant import (
     ConstantOp,
+    element_type_of_dtype,
 )
 from byoc.dialects.relay.nn import (
     AvgPool2dOp,
@@ -139,12 +143,14 @@ from byoc.dialects.relay.transform import (
     ExpandDimsOp,
     ReshapeOp,
     SqueezeOp,
+    TakeOp,
     TransposeOp,
     batch_flatten_output_shape,
     concatenate_output_shape,
     expand_dims_output_shape,
     reshape_output_shape,
     squeeze_output_shape,
+    take_output_shape,
     transpose_axes,
     transpose_output_shape,
 )
@@ -225,6 +231,10 @@ SHAPE_OPS: tuple[type[InferredOp], ...] = (
     ExpandDimsOp,
 )
 """Ops that only move elements (reshape, transpose, concatenate, ...)."""
+TRANSFORM_OPS: tuple[type[InferredOp], ...] = (TakeOp,)
+"""The other data-movement ops of TVM's relay/op/transform (take, ...): they
+index, pad, broadcast, select or convert as well as copy. Like SHAPE_OPS they
+take tensors of any element type."""
 REDUCTION_OPS: tuple[type[ReduceOp], ...] = (SumOp, MeanOp, MaxOp, MinOp, ProdOp)
 
 RELAY_OPS: tuple[type[RelayOp], ...] = (
@@ -234,6 +244,7 @@ RELAY_OPS: tuple[type[RelayOp], ...] = (
     *POOL_OPS,
     *NORMALIZATION_OPS,
     *SHAPE_OPS,
+    *TRANSFORM_OPS,
     *REDUCTION_OPS,
     *QNN_OPS,
     ConstantOp,
@@ -296,6 +307,7 @@ __all__ = [
     "PReluOp",
     "Pool2dOp",
     "PowerOp",
+    "ProdOp",
     "QNN_OPS",
     "QnnAddOp",
     "QnnBatchMatmulOp",
@@ -305,7 +317,6 @@ __all__ = [
     "QnnMulOp",
     "QnnOp",
     "QuantizeOp",
-    "ProdOp",
     "REDUCTION_OPS",
     "RELAY_OPS",
     "ReciprocalOp",
@@ -333,9 +344,12 @@ __all__ = [
     "SqueezeOp",
     "SubtractOp",
     "SumOp",
+    "TRANSFORM_OPS",
+    "TakeOp",
     "TanhOp",
     "TransposeOp",
     "UNARY_OPS",
+    "any_tensor_of",
     "batch_flatten_output_shape",
     "batch_matmul_output_shape",
     "batch_norm_output_shape",
@@ -346,15 +360,18 @@ __all__ = [
     "concatenate_output_shape",
     "conv2d_output_shape",
     "dense_output_shape",
+    "element_type_of_dtype",
     "expand_dims_output_shape",
     "float_attr",
     "global_pool2d_output_shape",
     "i64_array",
     "i64_attr",
+    "index_tensor_of",
+    "instance_norm_axes",
     "integer_clip_bounds",
     "integer_range",
     "is_integer_element",
-    "instance_norm_axes",
+    "is_integer_type",
     "layer_norm_output_shape",
     "matmul_output_shape",
     "normalize_axes",
@@ -366,6 +383,7 @@ __all__ = [
     "reduce_output_shape",
     "reshape_output_shape",
     "squeeze_output_shape",
+    "take_output_shape",
     "tensor_of",
     "transpose_axes",
     "transpose_output_shape",

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     f32,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, SSAValue
@@ -139,10 +140,18 @@ def _window_outputs(
 INTEGER_WIDTHS = (8, 16, 32, 64)
 """Widths of the integer element types a tensor may have (`iN` signed, `uiN` unsigned)."""
 
+_I1 = IntegerType(1)
+
 
 def is_integer_element(element: Attribute) -> bool:
     """Whether `element` is an integer element type relay tensors may have."""
     return isinstance(element, IntegerType) and element.width.data in INTEGER_WIDTHS
+
+
+def is_integer_type(element: Attribute) -> bool:
+    """Whether `element` is `i1` (bool) or an integer element type
+    (`is_integer_element`): what data movement takes besides floats."""
+    return element == _I1 or is_integer_element(element)
 
 
 def integer_range(element: IntegerType) -> tuple[int, int]:
@@ -153,11 +162,7 @@ def integer_range(element: IntegerType) -> tuple[int, int]:
     return -(1 << (width - 1)), (1 << (width - 1)) - 1
 
 
-def tensor_of(
-    value: SSAValue | Attribute, op_name: str, what: str, integers: bool = False
-) -> TensorType:
-    """The static-shape float tensor type of `value` (or integer, for ops whose
-    meaning does not depend on the element type: `integers`), or a VerifyException."""
+def _static_tensor(value: SSAValue | Attribute, op_name: str, what: str) -> TensorType:
     typ = value.type if isinstance(value, SSAValue) else value
     if not isinstance(typ, TensorType):
         raise VerifyException(f"'{op_name}': {what} must be a tensor, got {typ}")
@@ -165,6 +170,15 @@ def tensor_of(
         raise VerifyException(
             f"'{op_name}': {what} must have a static shape, got {typ}"
         )
+    return typ
+
+
+def tensor_of(
+    value: SSAValue | Attribute, op_name: str, what: str, integers: bool = False
+) -> TensorType:
+    """The static-shape float tensor type of `value` (or integer, for ops whose
+    meaning does not depend on the element type: `integers`), or a VerifyException."""
+    typ = _static_tensor(value, op_name, what)
     element = typ.element_type
     if isinstance(element, AnyFloat) or (integers and is_integer_element(element)):
         return typ
@@ -172,6 +186,31 @@ def tensor_of(
     raise VerifyException(
         f"'{op_name}': {what} must have {kind} element type, got {element}"
     )
+
+
+def any_tensor_of(value: SSAValue | Attribute, op_name: str, what: str) -> TensorType:
+    """The static-shape tensor type of `value`, whose element type is a float,
+    an integer or `i1` (`is_integer_type`): what data movement takes."""
+    typ = _static_tensor(value, op_name, what)
+    element = typ.element_type
+    if not isinstance(element, AnyFloat) and not is_integer_type(element):
+        raise VerifyException(
+            f"'{op_name}': {what} must have a float, integer or i1 element type, "
+            f"got {element}"
+        )
+    return typ
+
+
+def index_tensor_of(value: SSAValue | Attribute, op_name: str, what: str) -> TensorType:
+    """The static-shape `i32` or `i64` tensor type of `value` (indices), or a
+    VerifyException."""
+    typ = _static_tensor(value, op_name, what)
+    if typ.element_type not in (i32, i64):
+        raise VerifyException(
+            f"'{op_name}': {what} must have element type i32 or i64, got "
+            f"{typ.element_type}"
+        )
+    return typ
 
 
 def check_result(op: IRDLOperation, shape: Sequence[int], element: Attribute) -> None:
@@ -187,11 +226,18 @@ def check_result(op: IRDLOperation, shape: Sequence[int], element: Attribute) ->
 
 
 def _tensors(
-    op_name: str, named: Sequence[tuple[str, Attribute]], integers: bool = False
+    op_name: str,
+    named: Sequence[tuple[str, Attribute]],
+    integers: bool = False,
+    any_element: bool = False,
 ) -> list[TensorType]:
-    """The tensor types of `named` operands, which must share one element type
-    (float, or also integer with `integers`)."""
-    types = [tensor_of(typ, op_name, what, integers) for what, typ in named]
+    """The tensor types of `named` operands, which must share one element type:
+    a float, or also an integer with `integers`, or also `i1` with
+    `any_element` (`any_tensor_of`)."""
+    if any_element:
+        types = [any_tensor_of(typ, op_name, what) for what, typ in named]
+    else:
+        types = [tensor_of(typ, op_name, what, integers) for what, typ in named]
     first_name, first = named[0][0], types[0]
     for (what, _), typ in zip(named[1:], types[1:]):
         if typ.element_type != first.element_type:
@@ -249,7 +295,6 @@ def _array_values(attr: DenseArrayBase) -> tuple[int, ...]:
     return tuple(attr.get_values())
 
 
-_I1 = IntegerType(1)
 
 
 def python_value(attr: Attribute | None) -> object:

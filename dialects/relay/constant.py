@@ -10,7 +10,6 @@ from io import StringIO
 import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.builtin import (
-    AnyFloat,
     Builtin,
     BytesAttr,
     DenseIntOrFPElementsAttr,
@@ -52,14 +51,19 @@ _FLOAT_TYPES: dict[int, AnyFloat] = {
     8: Float64Type(),
 }
 _INTEGER_WIDTHS = (8, 16, 32, 64)
+_I1 = IntegerType(1)
+_BOOL = np.dtype(np.bool_)
 
 
 def numpy_dtype_of(typ: Attribute) -> np.dtype | None:
-    """The little-endian numpy dtype of a builtin element type: f16/f32/f64, and
-    the 8- to 64-bit integers (signless `iN` is signed, `uiN` unsigned), or None."""
+    """The little-endian numpy dtype of a builtin element type: f16/f32/f64,
+    `i1` (bool), and the 8- to 64-bit integers (signless `iN` is signed, `uiN`
+    unsigned), or None."""
     dtype = _NUMPY_FLOATS.get(str(typ))
     if dtype is not None:
         return dtype
+    if typ == _I1:
+        return _BOOL
     if isinstance(typ, IntegerType) and typ.width.data in _INTEGER_WIDTHS:
         unsigned = typ.signedness.data == Signedness.UNSIGNED
         return np.dtype(f"<{'u' if unsigned else 'i'}{typ.width.data // 8}")
@@ -68,13 +72,20 @@ def numpy_dtype_of(typ: Attribute) -> np.dtype | None:
 
 def element_type_of(dtype: np.dtype) -> Attribute | None:
     """The builtin element type of a numpy dtype (`int8` is `i8`, `uint8` is
-    `ui8`), or None when relay has none (bool, complex, ...)."""
+    `ui8`, `bool` is `i1`), or None when relay has none (complex, ...)."""
+    if dtype.kind == "b":
+        return _I1
     if dtype.kind == "f" and dtype.itemsize in _FLOAT_TYPES:
         return _FLOAT_TYPES[dtype.itemsize]
     if dtype.kind in "iu" and dtype.itemsize * 8 in _INTEGER_WIDTHS:
         signedness = Signedness.UNSIGNED if dtype.kind == "u" else Signedness.SIGNLESS
         return IntegerType(dtype.itemsize * 8, signedness)
     return None
+
+
+def element_type_of_dtype(dtype: np.dtype | type) -> Attribute | None:
+    """`element_type_of` for anything numpy takes as a dtype (`np.int64`, ...)."""
+    return element_type_of(np.dtype(dtype))
 
 
 def _element_dtype(typ: Attribute, op_name: str = "relay.constant") -> np.dtype:
@@ -132,7 +143,7 @@ class ConstantOp(RelayOp):
     @staticmethod
     def from_numpy(array: np.ndarray | float) -> ConstantOp:
         """A constant holding `array`, of its dtype when relay has it (float16/32/64,
-        8- to 64-bit integers); other dtypes (bool, Python floats) become f32."""
+        bool as `i1`, 8- to 64-bit integers); other dtypes (Python floats) become f32."""
         array = np.asarray(array)
         typ = element_type_of(array.dtype)
         if typ is None:
@@ -169,8 +180,8 @@ class ConstantOp(RelayOp):
         if numpy_dtype_of(typ.element_type) is None:
             raise _error(
                 self.name,
-                f"value must have a float or 8- to 64-bit integer element type, got "
-                f"{typ.element_type}",
+                f"value must have a float, i1 or 8- to 64-bit integer element type, "
+                f"got {typ.element_type}",
             )
         if self.result.type != typ:
             raise _error(

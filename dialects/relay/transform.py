@@ -1,5 +1,9 @@
 """Data-movement ops (TVM's relay/op/transform): reshape, transpose,
-concatenate, squeeze, expand_dims, batch_flatten, with their shape functions."""
+concatenate, squeeze, expand_dims, batch_flatten, with their shape functions.
+
+They move elements without computing on them, so they take tensors of any
+element type relay has at run time: floats, integers and `i1`
+(`any_tensor_of` in base.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
     IntegerAttr,
+    StringAttr,
     TensorType,
     i64,
 )
@@ -28,9 +33,13 @@ from byoc.dialects.relay.base import (
     Shape,
     _error,
     _opt_array,
+    _opt_i64,
+    _string_attr,
     _tensors,
+    any_tensor_of,
     i64_array,
     i64_attr,
+    index_tensor_of,
     normalize_axes,
     normalize_axis,
 )
@@ -244,7 +253,7 @@ class ReshapeOp(InferredOp):
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
-        (data,) = _tensors(cls.name, [("data", operand_types[0])], integers=True)
+        (data,) = _tensors(cls.name, [("data", operand_types[0])], any_element=True)
         shape = reshape_output_shape(data.get_shape(), attrs["newshape"], cls.name)
         return TensorType(data.element_type, shape)
 
@@ -272,7 +281,7 @@ class TransposeOp(InferredOp):
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
-        (data,) = _tensors(cls.name, [("data", operand_types[0])], integers=True)
+        (data,) = _tensors(cls.name, [("data", operand_types[0])], any_element=True)
         shape = transpose_output_shape(data.get_shape(), attrs["axes"], cls.name)
         return TensorType(data.element_type, shape)
 
@@ -305,7 +314,7 @@ class ConcatenateOp(InferredOp):
         types = _tensors(
             cls.name,
             [(f"input {i}", t) for i, t in enumerate(operand_types)],
-            integers=True,
+            any_element=True,
         )
         shape = concatenate_output_shape(
             [t.get_shape() for t in types], attrs["axis"], cls.name
@@ -329,7 +338,7 @@ class BatchFlattenOp(InferredOp):
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
-        (data,) = _tensors(cls.name, [("data", operand_types[0])], integers=True)
+        (data,) = _tensors(cls.name, [("data", operand_types[0])], any_element=True)
         return TensorType(
             data.element_type, batch_flatten_output_shape(data.get_shape(), cls.name)
         )
@@ -358,7 +367,7 @@ class SqueezeOp(InferredOp):
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
-        (data,) = _tensors(cls.name, [("data", operand_types[0])], integers=True)
+        (data,) = _tensors(cls.name, [("data", operand_types[0])], any_element=True)
         shape = squeeze_output_shape(data.get_shape(), attrs["axis"], cls.name)
         return TensorType(data.element_type, shape)
 
@@ -392,10 +401,97 @@ class ExpandDimsOp(InferredOp):
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
-        (data,) = _tensors(cls.name, [("data", operand_types[0])], integers=True)
+        (data,) = _tensors(cls.name, [("data", operand_types[0])], any_element=True)
         shape = expand_dims_output_shape(
             data.get_shape(), attrs["axis"], attrs["num_newaxis"], cls.name
         )
         return TensorType(data.element_type, shape)
 
 
+
+
+# --- Indexing ------------------------------------------------------------------------
+
+TAKE_MODES = ("clip", "wrap", "fast")
+
+
+def take_output_shape(
+    data: Sequence[int],
+    indices: Sequence[int],
+    axis: int | None = None,
+    batch_dims: int = 0,
+    mode: str = "clip",
+    op_name: str = "relay.take",
+) -> Shape:
+    """`data.shape[:axis] + indices.shape + data.shape[axis + 1:]`; with no axis,
+    `indices.shape` (indices into the flattened data)."""
+    if mode not in TAKE_MODES:
+        raise _error(op_name, f'mode "{mode}" is not one of {", ".join(TAKE_MODES)}')
+    if batch_dims != 0:
+        raise _error(op_name, f"batch_dims {batch_dims} is not supported (only 0)")
+    if axis is None:
+        if math.prod(data) == 0:
+            raise _error(op_name, f"cannot take from empty data {list(data)}")
+        return tuple(indices)
+    ax = normalize_axis(axis, len(data), op_name)
+    if data[ax] == 0:
+        raise _error(op_name, f"cannot take along axis {ax} of size 0")
+    return (*data[:ax], *indices, *data[ax + 1 :])
+
+
+@irdl_op_definition
+class TakeOp(InferredOp):
+    """Elements of `data` at `indices` (i32 or i64) along `axis` (TVM's
+    `relay.take`; ONNX's Gather): `out[i..., j..., k...] = data[i..., indices[j...],
+    k...]`, with no `axis` indices into the flattened data. `mode` says what an
+    index outside `[0, n)` means: "clip" clamps it into range, "wrap" takes it
+    modulo n, "fast" (what ONNX's Gather imports as) counts negative indices
+    from the end (`[-n, n)`, as numpy) and anything else is an error: the
+    compiled code returns a failure status, the reference raises. `batch_dims`
+    must be 0."""
+
+    name = "relay.take"
+
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = opt_prop_def(IntegerAttr[I64])
+    batch_dims = prop_def(IntegerAttr[I64], default_value=i64_attr(0))
+    mode = prop_def(StringAttr, default_value=StringAttr("clip"))
+
+    assembly_format = (
+        "$data `,` $indices attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        data: SSAValue,
+        indices: SSAValue,
+        axis: int | None = None,
+        batch_dims: int = 0,
+        mode: str = "clip",
+        result_type: Attribute | None = None,
+    ):
+        self._build(
+            [data, indices],
+            {
+                "axis": _opt_i64(axis),
+                "batch_dims": i64_attr(batch_dims),
+                "mode": _string_attr(mode),
+            },
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data = any_tensor_of(operand_types[0], cls.name, "data")
+        indices = index_tensor_of(operand_types[1], cls.name, "indices")
+        shape = take_output_shape(
+            data.get_shape(),
+            indices.get_shape(),
+            attrs["axis"],
+            attrs["batch_dims"],
+            attrs["mode"],
+            cls.name,
+        )
+        return TensorType(data.element_type, shape)

@@ -23,6 +23,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import relay
+from byoc.dialects.relay.constant import element_type_of_dtype
 from byoc.frontend.diagnostics import ByocError
 from byoc.frontend.onnx.loader import (
     _dims,
@@ -37,6 +38,16 @@ if TYPE_CHECKING:
     from byoc.frontend.onnx.weights import LeanWeights
 
 Shape = tuple[int, ...]
+
+RUNTIME_DTYPES = frozenset(
+    np.dtype(t)
+    for t in (np.float32, np.float64, np.bool_, np.int8, np.uint8, np.int16, np.int32, np.int64)
+)
+"""The dtypes a tensor computed at run time may have (folded values may have any)."""
+RUNTIME_DTYPE_NAMES = "float32, float64, bool, int8, uint8, int16, int32 and int64"
+
+_ONNX_DTYPES = frozenset({1, 2, 3, 5, 6, 7, 9, 11})
+"""ONNX TensorProto element types of RUNTIME_DTYPES."""
 
 
 # --- The conversion --------------------------------------------------------------
@@ -87,7 +98,7 @@ class Node:
         return i < len(self.inputs) and self.inputs[i] != ""
 
     def value(self, i: int) -> SSAValue:
-        """Input `i` as a float32 relay value."""
+        """Input `i` as a relay value (a known one becomes a relay.constant)."""
         if not self.has(i):
             raise self.error(f"input {i} is missing")
         return self.graph.value(self.inputs[i], self)
@@ -199,11 +210,11 @@ class GraphImporter:
                 f"error: {self.filename}: {where} uses '{name}', which no node, "
                 "input or initializer defines"
             )
-        if array.dtype != np.float32:
+        if array.dtype not in RUNTIME_DTYPES:
             what = f"node {node.label}: " if node else ""
             raise ByocError(
                 f"error: {self.filename}: {what}tensor '{name}' is {array.dtype}; "
-                "byoc imports only float32 tensors as data"
+                f"byoc runs only {RUNTIME_DTYPE_NAMES} tensors"
             )
         value = self.emit(relay.ConstantOp.from_numpy(array))
         set_name(value, name)
@@ -248,7 +259,7 @@ class GraphImporter:
 
         results = []
         for value_info in graph.output:
-            self._check_float(value_info, "output")
+            self._check_type(value_info, "output")
             results.append(self.value(value_info.name, None))
         self.block.add_op(func.ReturnOp(*results))
         main = func.FuncOp(
@@ -258,20 +269,26 @@ class GraphImporter:
         )
         return ModuleOp([main])
 
-    def _check_float(self, value_info: Any, what: str) -> None:
+    def _check_type(self, value_info: Any, what: str) -> TensorType | None:
+        """The relay element type of a graph input or output (None: undeclared)."""
         if not value_info.type.HasField("tensor_type"):
             raise ByocError(
                 f"error: {self.filename}: {what} '{value_info.name}' is not a tensor"
             )
         elem = value_info.type.tensor_type.elem_type
-        if elem not in (0, 1):  # UNDEFINED (not declared), FLOAT
+        if elem == 0:  # UNDEFINED: not declared
+            return None
+        onnx = _onnx()
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(elem) if elem in _ONNX_DTYPES else None
+        if dtype is None or np.dtype(dtype) not in RUNTIME_DTYPES:
             raise ByocError(
                 f"error: {self.filename}: {what} '{value_info.name}' is "
-                f"{_dtype_name(elem)}; byoc imports only float32 tensors"
+                f"{_dtype_name(elem)}; byoc runs only {RUNTIME_DTYPE_NAMES} tensors"
             )
+        return element_type_of_dtype(dtype)
 
     def _input_type(self, value_info: Any) -> TensorType:
-        self._check_float(value_info, "input")
+        element = self._check_type(value_info, "input") or f32
         dims = _dims(value_info.type)
         name = value_info.name
         if dims is None or any(not isinstance(d, int) for d in dims):
@@ -284,7 +301,7 @@ class GraphImporter:
                 f"input_shapes={{'{name}': [...]}}, or byoc-import --input-shape "
                 f"{name}=d0,d1,...)"
             )
-        return TensorType(f32, dims)
+        return TensorType(element, dims)
 
     def _convert(self, node: Node) -> None:
         if self.fold is not None:

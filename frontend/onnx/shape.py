@@ -170,7 +170,15 @@ def _squeeze(node: Node) -> SSAValue:
     return node.emit(relay.SqueezeOp(data, axes))
 
 
+def _gather(node: Node) -> SSAValue:
+    data = node.value(0)
+    axis = relay.normalize_axis(int(node.attr("axis", 0)), len(shape_of(data)), "Gather")
+    # "fast": ONNX's indices are in [-n, n); the compiled code fails on others.
+    return node.emit(relay.TakeOp(data, node.value(1), axis=axis, mode="fast"))
+
+
 CONVERTERS: dict[str, Converter] = {
+    "Gather": _gather,
     "Flatten": _flatten,
     "Reshape": _reshape,
     "Transpose": _transpose,

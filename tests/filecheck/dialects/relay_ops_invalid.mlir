@@ -580,11 +580,11 @@ func.func @main() -> tensor<3xf32> {
 
 // -----
 
-func.func @main() -> tensor<2xi1> {
-  %0 = relay.constant dense<[true, false]> : tensor<2xi1>
-  func.return %0 : tensor<2xi1>
+func.func @main() -> tensor<2xi4> {
+  %0 = relay.constant dense<[1, 2]> : tensor<2xi4>
+  func.return %0 : tensor<2xi4>
 }
-// CHECK: relay_ops_invalid.mlir:584:3: error: 'relay.constant': value must have a float or 8- to 64-bit integer element type, got i1
+// CHECK: relay_ops_invalid.mlir:584:3: error: 'relay.constant': value must have a float, i1 or 8- to 64-bit integer element type, got i4
 
 // -----
 
