@@ -62,7 +62,7 @@ from byoc.passes.loop_nests import (
 from byoc.passes.lower_nn import NN_LOWERINGS, integer_max_min
 from byoc.passes.lower_qnn import QNN_LOWERINGS
 from byoc.passes.lower_shapes import SHAPE_LOWERINGS, GlobalConstants, lower_constant
-from byoc.passes.lower_transform import TRANSFORM_LOWERINGS
+from byoc.passes.lower_transform import TRANSFORM_LOWERINGS, cast_scalar, where_scalar
 
 PASS_NAME = "convert-relay-to-loops"
 
@@ -324,6 +324,7 @@ SCALAR_BUILDERS: dict[type[Operation], ScalarBuilder] = {
     relay.SoftplusOp: _softplus,
     relay.SoftsignOp: _softsign,
     relay.HardSwishOp: _hard_swish,
+    relay.WhereOp: where_scalar,
 }
 """Elementwise relay op class -> `(builder, scalar operands, element type) ->
 scalar result`, in operand order. Reusable wherever one element is computed
@@ -337,6 +338,7 @@ SCALAR_BUILDERS_OF_OP: dict[type[Operation], Callable[[Operation], ScalarBuilder
     relay.HardSigmoidOp: _hard_sigmoid,
     relay.ShrinkOp: _shrink,
     relay.GeluOp: _gelu,
+    relay.CastOp: cast_scalar,
 }
 """Elementwise relay ops with attributes: op class -> `op -> its scalar builder`."""
 

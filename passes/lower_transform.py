@@ -13,21 +13,41 @@ import math as pymath
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, i1, i32, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    IntegerAttr,
+    IntegerType,
+    Signedness,
+    TensorType,
+    i1,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from byoc.dialects import relay
-from byoc.passes.loop_nests import INDEX, BodyBuilder, shape_of
+from byoc.passes.loop_nests import (
+    INDEX,
+    BodyBuilder,
+    copy_nest,
+    element_type_of,
+    shape_of,
+)
 from byoc.passes.lower_nn import (
     Index,
     entry_alloca,
+    fill,
+    index_add,
     index_max,
     index_min,
+    index_mul,
+    index_sub,
     load,
     nest,
     store,
     value_of,
 )
+from byoc.passes.lower_resize import lower_resize2d
 
 _SLT = IntegerAttr(2, i64)  # arith.cmpi predicates
 _UGE = IntegerAttr(9, i64)
@@ -145,11 +165,266 @@ def lower_take(
     return status.value(b) if status else None
 
 
+# --- Conversion and selection: scalar builders -----------------------------------------
+
+_NE = IntegerAttr(1, i64)  # arith.cmpi ne
+_UNE = IntegerAttr(13, i64)  # arith.cmpf une: NaN is true, as numpy's astype(bool)
+
+
+def _is_unsigned(element: Attribute) -> bool:
+    """`i1` and `ui8` values extend with zeros."""
+    return isinstance(element, IntegerType) and (
+        element.width.data == 1 or element.signedness.data == Signedness.UNSIGNED
+    )
+
+
+def convert_scalar(
+    b: BodyBuilder, value: SSAValue, source: Attribute, target: Attribute
+) -> SSAValue:
+    """`value` of element type `source` converted to `target` as `relay.cast`
+    does, with signless arith ops only: floats round, floats to integers
+    truncate toward zero (through i32 for narrower targets, so they wrap),
+    integers extend by their signedness or wrap, anything to `i1` is `!= 0`."""
+    if source == target:
+        return value
+    if isinstance(target, IntegerType) and target.width.data == 1:
+        if isinstance(source, AnyFloat):
+            zero = b.constant(0.0, source)
+            return b.scalar(arith.CmpfOp, value, zero, result_type=target, properties={"predicate": _UNE})
+        zero = b.constant(0, source)
+        return b.scalar(arith.CmpiOp, value, zero, result_type=target, properties={"predicate": _NE})
+    if isinstance(source, AnyFloat) and isinstance(target, AnyFloat):
+        wider = target.bitwidth > source.bitwidth
+        return b.scalar(arith.ExtFOp if wider else arith.TruncFOp, value, result_type=target)
+    if isinstance(source, AnyFloat):
+        assert isinstance(target, IntegerType)
+        if target.width.data >= 32 and not _is_unsigned(target):
+            return b.scalar(arith.FPToSIOp, value, result_type=target)
+        wide = b.scalar(arith.FPToSIOp, value, result_type=i32)
+        return b.scalar(arith.TruncIOp, wide, result_type=target)
+    assert isinstance(source, IntegerType)
+    if isinstance(target, AnyFloat):
+        if _is_unsigned(source):
+            value = b.scalar(arith.ExtUIOp, value, result_type=i32)
+        return b.scalar(arith.SIToFPOp, value, result_type=target)
+    assert isinstance(target, IntegerType)
+    width, wanted = source.width.data, target.width.data
+    if wanted > width:
+        extend = arith.ExtUIOp if _is_unsigned(source) else arith.ExtSIOp
+        return b.scalar(extend, value, result_type=target)
+    if wanted < width:
+        return b.scalar(arith.TruncIOp, value, result_type=target)
+    # Same width, other signedness (i8 <-> ui8): the bits stay.
+    extend = arith.ExtUIOp if _is_unsigned(source) else arith.ExtSIOp
+    wide = b.scalar(extend, value, result_type=IntegerType(2 * width))
+    return b.scalar(arith.TruncIOp, wide, result_type=target)
+
+
+def where_scalar(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+    """`relay.where` on one element: `select(condition, x, y)`."""
+    return b.scalar(arith.SelectOp, args[0], args[1], args[2], result_type=typ)
+
+
+def cast_scalar(op: Operation) -> Callable[[BodyBuilder, Sequence[SSAValue], Attribute], SSAValue]:
+    """`relay.cast` on one element (see `convert_scalar`)."""
+    assert isinstance(op, relay.CastOp)
+    typ = op.data.type
+    assert isinstance(typ, TensorType)
+    source = typ.element_type
+
+    def build(b: BodyBuilder, args: Sequence[SSAValue], target: Attribute) -> SSAValue:
+        return convert_scalar(b, args[0], source, target)
+
+    return build
+
+
+# --- Slicing, tiling, broadcasting ------------------------------------------------------
+
+
+def lower_strided_slice(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.strided_slice` to a nest over the output reading
+    `data[start + i * step]` along each axis."""
+    assert isinstance(op, relay.StridedSliceOp)
+    out = results[0]
+    if pymath.prod(shape_of(out)) == 0:
+        return
+    inner, ivs = nest(b, shape_of(out))
+    source = [
+        index_add(inner, index_mul(inner, iv, r.step), r.start)
+        for iv, r in zip(ivs, op.ranges())
+    ]
+    store(inner, load(inner, operands[0], source), out, ivs)
+
+
+def lower_tile(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.tile` to a nest over (repeat, element) pairs of each axis:
+    the output index is `repeat * size + element`, the input index `element`
+    (no division)."""
+    data, out = operands[0], results[0]
+    if pymath.prod(shape_of(out)) == 0:
+        return
+    data_shape = shape_of(data)
+    rank = len(shape_of(out))
+    padded = (1,) * (rank - len(data_shape)) + data_shape
+    reps = [o // d for o, d in zip(shape_of(out), padded)]
+    extents = [e for pair in zip(reps, padded) for e in pair]
+    inner, ivs = nest(b, extents)
+    out_index = [
+        index_add(inner, index_mul(inner, ivs[2 * axis], padded[axis]), ivs[2 * axis + 1])
+        for axis in range(rank)
+    ]
+    in_index = [ivs[2 * axis + 1] for axis in range(rank - len(data_shape), rank)]
+    store(inner, load(inner, data, in_index), out, out_index)
+
+
+def lower_broadcast_to(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.broadcast_to` to one broadcasting copy nest."""
+    copy_nest(b, operands[0], results[0])
+
+
+# --- Padding ---------------------------------------------------------------------------
+
+
+def _scalar_constant(b: BodyBuilder, value: float, element: Attribute) -> SSAValue:
+    """`value` as a constant of element type `element` (an integer one truncates)."""
+    if isinstance(element, AnyFloat):
+        return b.constant(value, element)
+    assert isinstance(element, IntegerType)
+    if element.width.data == 1:
+        return b.constant(int(value != 0), element)
+    return b.constant(int(value), element)
+
+
+def _padded_source(
+    b: BodyBuilder, index: Index, before: int, size: int, mode: str
+) -> Index:
+    """The input index an "edge" or "reflect" pad reads at output `index`."""
+    j = index_sub(b, index, before)
+    if mode == "edge":
+        return index_min(b, index_max(b, j, 0), size - 1)
+    # reflect: -j before the start, 2(n-1) - j past the end (pads are < n).
+    if isinstance(j, int):
+        return -j if j < 0 else (2 * (size - 1) - j if j > size - 1 else j)
+    low = _select(b, _cmpi(b, _SLT, j, b.index(0)), b.scalar(arith.SubiOp, b.index(0), j), j)
+    high = b.scalar(arith.SubiOp, b.index(2 * (size - 1)), low)
+    return _select(b, _cmpi(b, _SLT, b.index(size - 1), low), high, low)
+
+
+def lower_pad(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.pad`: "constant" fills the output with the value and
+    copies the input inside it; "edge" and "reflect" run one nest over the
+    output, mapping the indices of the padded axes back into the input."""
+    assert isinstance(op, relay.PadOp)
+    data, out = operands[0], results[0]
+    attrs = op.attrs()
+    width = attrs["pad_width"]
+    data_shape = shape_of(data)
+    if pymath.prod(shape_of(out)) == 0:
+        return
+    if attrs["pad_mode"] == "constant":
+        value = _scalar_constant(b, attrs["pad_value"], element_type_of(out))  # type: ignore[arg-type]
+        if shape_of(out) != data_shape:
+            fill(b, out, value)
+        if pymath.prod(data_shape) == 0:
+            return
+        inner, ivs = nest(b, data_shape)
+        target = [index_add(inner, iv, width[2 * k]) for k, iv in enumerate(ivs)]  # type: ignore[index]
+        store(inner, load(inner, data, ivs), out, target)
+        return
+    inner, ivs = nest(b, shape_of(out))
+    source = [
+        _padded_source(inner, iv, width[2 * k], data_shape[k], attrs["pad_mode"])  # type: ignore[index, arg-type]
+        if width[2 * k] or width[2 * k + 1]  # type: ignore[index]
+        else iv
+        for k, iv in enumerate(ivs)
+    ]
+    store(inner, load(inner, data, source), out, ivs)
+
+
+# --- Depth and space ---------------------------------------------------------------------
+
+
+def lower_depth_to_space(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.depth_to_space` to a nest over (n, c, h, i, w, j) writing
+    `out[n, c, h*b + i, w*b + j]` in order."""
+    attrs = op.attrs()
+    block = int(attrs["block_size"])  # type: ignore[arg-type]
+    n, c, h, w = shape_of(results[0])
+    h, w = h // block, w // block
+    inner, (iv_n, iv_c, iv_h, iv_i, iv_w, iv_j) = nest(b, (n, c, h, block, w, block))
+    if attrs["mode"] == "DCR":
+        channel = index_add(inner, index_mul(inner, index_add(inner, index_mul(inner, iv_i, block), iv_j), c), iv_c)
+    else:
+        channel = index_add(inner, index_mul(inner, iv_c, block * block), index_add(inner, index_mul(inner, iv_i, block), iv_j))
+    value = load(inner, operands[0], [iv_n, channel, iv_h, iv_w])
+    row = index_add(inner, index_mul(inner, iv_h, block), iv_i)
+    column = index_add(inner, index_mul(inner, iv_w, block), iv_j)
+    store(inner, value, results[0], [iv_n, iv_c, row, column])
+
+
+def lower_space_to_depth(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.space_to_depth` to a nest writing the output in order:
+    over (n, i, j, c, h, w) in mode "DCR", (n, c, i, j, h, w) in "CRD"."""
+    attrs = op.attrs()
+    block = int(attrs["block_size"])  # type: ignore[arg-type]
+    n, c, h, w = shape_of(operands[0])
+    h, w = h // block, w // block
+    if attrs["mode"] == "DCR":
+        inner, (iv_n, iv_i, iv_j, iv_c, iv_h, iv_w) = nest(b, (n, block, block, c, h, w))
+        offset = index_add(inner, index_mul(inner, iv_i, block), iv_j)
+        channel = index_add(inner, index_mul(inner, offset, c), iv_c)
+    else:
+        inner, (iv_n, iv_c, iv_i, iv_j, iv_h, iv_w) = nest(b, (n, c, block, block, h, w))
+        offset = index_add(inner, index_mul(inner, iv_i, block), iv_j)
+        channel = index_add(inner, index_mul(inner, iv_c, block * block), offset)
+    row = index_add(inner, index_mul(inner, iv_h, block), iv_i)
+    column = index_add(inner, index_mul(inner, iv_w, block), iv_j)
+    value = load(inner, operands[0], [iv_n, iv_c, row, column])
+    store(inner, value, results[0], [iv_n, channel, iv_h, iv_w])
+
+
 TransformLowering = Callable[
     [BodyBuilder, Operation, Sequence[SSAValue], Sequence[SSAValue]], SSAValue | None
 ]
 
 TRANSFORM_LOWERINGS: dict[type[Operation], TransformLowering] = {
     relay.TakeOp: lower_take,
+    relay.StridedSliceOp: lower_strided_slice,
+    relay.TileOp: lower_tile,
+    relay.BroadcastToOp: lower_broadcast_to,
+    relay.PadOp: lower_pad,
+    relay.DepthToSpaceOp: lower_depth_to_space,
+    relay.SpaceToDepthOp: lower_space_to_depth,
+    relay.Resize2dOp: lower_resize2d,
 }
 """The lowerings of `relay.TRANSFORM_OPS`, for convert-relay-to-loops' `LOWERINGS`."""

@@ -394,6 +394,131 @@ def _take(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     return np.take(data, index, axis=axis)
 
 
+def _strided_slice(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    assert isinstance(op, relay.StridedSliceOp)
+    return data[tuple(slice(r.start, r.stop if r.stop >= 0 else None, r.step) for r in op.ranges())]
+
+
+def _tile(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    return np.tile(data, _attrs(op)["reps"])
+
+
+def _broadcast_to(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    return np.broadcast_to(data, _attrs(op)["shape"])
+
+
+def _pad(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    attrs = _attrs(op)
+    width = attrs["pad_width"]
+    pairs = [(width[2 * i], width[2 * i + 1]) for i in range(data.ndim)]
+    if attrs["pad_mode"] == "constant":
+        value = np.asarray(attrs["pad_value"]).astype(data.dtype)
+        return np.pad(data, pairs, mode="constant", constant_values=value)
+    return np.pad(data, pairs, mode=attrs["pad_mode"])
+
+
+def _where(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    condition, x, y = args
+    return np.where(condition, x, y)
+
+
+def _cast(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    typ = op.results[0].type
+    assert isinstance(typ, TensorType)
+    dtype = numpy_dtype(typ.element_type)
+    if data.dtype.kind == "f" and dtype.kind in "iu":
+        return np.trunc(data).astype(dtype)  # toward zero, as C converts
+    return data.astype(dtype)
+
+
+def _depth_to_space(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    attrs = _attrs(op)
+    b = attrs["block_size"]
+    n, c, h, w = data.shape
+    if attrs["mode"] == "DCR":
+        blocks = data.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        blocks = data.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    return blocks.reshape(n, c // (b * b), h * b, w * b)
+
+
+def _space_to_depth(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    attrs = _attrs(op)
+    b = attrs["block_size"]
+    n, c, h, w = data.shape
+    blocks = data.reshape(n, c, h // b, b, w // b, b)
+    if attrs["mode"] == "DCR":
+        blocks = blocks.transpose(0, 3, 5, 1, 2, 4)
+    else:
+        blocks = blocks.transpose(0, 1, 3, 5, 2, 4)
+    return blocks.reshape(n, c * b * b, h // b, w // b)
+
+
+def _nearest(x: np.ndarray, rounding: str) -> np.ndarray:
+    floor = np.floor(x)
+    fraction = x - floor
+    if rounding == "floor":
+        return floor
+    if rounding == "ceil":
+        return np.ceil(x)
+    if rounding == "round_prefer_floor":
+        return floor + (fraction > 0.5)
+    if rounding == "round_prefer_ceil":
+        return floor + (fraction >= 0.5)
+    return np.where(x < 0, -np.floor(-x + 0.5), np.floor(x + 0.5))  # half away from 0
+
+
+def _resize2d(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    (data,) = args
+    assert isinstance(op, relay.Resize2dOp)
+    attrs = _attrs(op)
+    method = attrs["method"]
+    mode = attrs["coordinate_transformation_mode"]
+    x = _wide(data)
+    taps: list[tuple[np.ndarray, np.ndarray]] = []  # per axis: (indices [O, K], weights [O, K])
+    inside = np.ones(tuple(attrs["size"]), dtype=bool)
+    for axis in (2, 3):
+        coordinates = op.axis_coordinates(axis)
+        n = data.shape[axis]
+        if mode == "tf_crop_and_resize":
+            outside = (coordinates < 0) | (coordinates > n - 1)
+            inside &= ~outside[:, None] if axis == 2 else ~outside[None, :]
+        if method == "nearest_neighbor":
+            rounding = relay.rounding_of(method, mode, attrs["rounding_method"])
+            index = _nearest(coordinates, rounding)[:, None]
+            weight = np.ones_like(index)
+        elif method == "linear":
+            clamped = np.clip(coordinates, 0, n - 1)
+            low = np.floor(clamped)
+            index = np.stack([low, low + 1], axis=-1)
+            fraction = (clamped - low)[:, None]
+            weight = np.concatenate([1 - fraction, fraction], axis=-1)
+        else:
+            low = np.floor(coordinates)
+            index = low[:, None] + np.arange(-1, 3)
+            weight = relay.cubic_weights(coordinates - low, attrs["cubic_alpha"])
+            if attrs["cubic_exclude"]:
+                weight = np.where((index < 0) | (index > n - 1), 0.0, weight)
+                weight = weight / weight.sum(axis=-1, keepdims=True)
+        taps.append((np.clip(index, 0, n - 1).astype(np.int64), weight))
+    (hi, hw), (wi, ww) = taps
+    out = np.zeros((*data.shape[:2], *attrs["size"]))
+    for a in range(hi.shape[1]):
+        rows = x[:, :, hi[:, a], :]
+        for b in range(wi.shape[1]):
+            out += hw[:, a][:, None] * ww[:, b][None, :] * rows[:, :, :, wi[:, b]]
+    if mode == "tf_crop_and_resize":
+        out = np.where(inside, out, attrs["extrapolation_value"])
+    return _as(out, data)
+
+
 # --- Reductions ---
 
 
@@ -488,6 +613,15 @@ REFERENCE: dict[str, Kernel] = {
     relay.SqueezeOp.name: _squeeze,
     relay.ExpandDimsOp.name: _expand_dims,
     relay.TakeOp.name: _take,
+    relay.StridedSliceOp.name: _strided_slice,
+    relay.TileOp.name: _tile,
+    relay.BroadcastToOp.name: _broadcast_to,
+    relay.PadOp.name: _pad,
+    relay.WhereOp.name: _where,
+    relay.CastOp.name: _cast,
+    relay.DepthToSpaceOp.name: _depth_to_space,
+    relay.SpaceToDepthOp.name: _space_to_depth,
+    relay.Resize2dOp.name: _resize2d,
     relay.SumOp.name: _reduction(np.sum, wide=True),
     relay.MeanOp.name: _reduction(np.mean, wide=True),
     relay.MaxOp.name: _reduction(_max, wide=False),

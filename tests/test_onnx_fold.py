@@ -242,11 +242,18 @@ def test_dropout_with_an_unused_mask_imports() -> None:
     assert relay_ops(module) == ["relay.nn.relu"]
 
 
-def test_dropout_with_a_used_mask_names_the_node() -> None:
-    nodes = [N("Dropout", ["x"], ["y", "mask"], name="drop")]
-    model = make_model(nodes, {"x": (2, 3)}, ["y", "mask"])
+def test_dropout_with_a_used_mask_gives_an_all_true_mask() -> None:
+    nodes = [N("Dropout", ["x", "r"], ["y", "mask"], name="drop")]
+    model = make_model(nodes, {"x": (2, 3)}, ["y", "mask"], {"r": np.array(0.5, np.float32)})
     model.graph.output[1].type.tensor_type.elem_type = TensorProto.BOOL
-    with pytest.raises(ByocError, match=r"node 'drop' \(Dropout\): only the first output"):
+    check(model, {"x": random((2, 3))}, compile=True)
+
+
+def test_dropout_in_training_mode_names_the_node() -> None:
+    nodes = [N("Dropout", ["x", "r", "t"], ["y"], name="drop")]
+    inits = {"r": np.array(0.5, np.float32), "t": np.array(True)}
+    model = make_model(nodes, {"x": (2, 3)}, ["y"], inits)
+    with pytest.raises(ByocError, match=r"node 'drop' \(Dropout\): training_mode=true is not supported"):
         from_onnx(model)
 
 

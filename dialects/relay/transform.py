@@ -13,9 +13,15 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
+    FloatAttr,
+    Float32Type,
+    Float64Type,
     IntegerAttr,
+    IntegerType,
+    Signedness,
     StringAttr,
     TensorType,
+    f64,
     i64,
 )
 from xdsl.ir import Attribute, SSAValue
@@ -37,6 +43,8 @@ from byoc.dialects.relay.base import (
     _string_attr,
     _tensors,
     any_tensor_of,
+    broadcast_shapes,
+    float_attr,
     i64_array,
     i64_attr,
     index_tensor_of,
@@ -493,5 +501,532 @@ class TakeOp(InferredOp):
             attrs["batch_dims"],
             attrs["mode"],
             cls.name,
+        )
+        return TensorType(data.element_type, shape)
+
+
+# --- Slicing, tiling, broadcasting ------------------------------------------------------
+
+
+def strided_slice_ranges(
+    data: Sequence[int],
+    begin: Sequence[int],
+    end: Sequence[int],
+    strides: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+    slice_mode: str = "end",
+    op_name: str = "relay.strided_slice",
+) -> list[range]:
+    """The indices of `data` each output dimension reads, one `range` per axis.
+
+    Listed axes (`axes`, else the first `len(begin)`) take Python's slice
+    `begin:end:stride` (which ONNX's Slice shares: negative values count from
+    the end, out-of-range ones are clamped); with `slice_mode` "size", `end`
+    holds sizes (-1: to the end) and strides are ignored (as in TVM)."""
+    if slice_mode not in ("end", "size"):
+        raise _error(op_name, f'slice_mode "{slice_mode}" is not "end" or "size"')
+    rank = len(data)
+    if axes is None:
+        axes = range(len(begin))
+    axes = normalize_axes(list(axes), rank, op_name, "axes")
+    strides = [1] * len(axes) if not strides else list(strides)
+    if len(strides) == 1 and len(axes) > 1:
+        strides = strides * len(axes)
+    if not len(begin) == len(end) == len(axes) == len(strides):
+        raise _error(
+            op_name,
+            f"begin {list(begin)}, end {list(end)}, strides {list(strides)} and axes "
+            f"{list(axes)} must have one value per sliced axis",
+        )
+    ranges = [range(d) for d in data]
+    for axis, b, e, s in zip(axes, begin, end, strides):
+        if slice_mode == "size":
+            start = b + data[axis] if b < 0 else b
+            start = min(max(start, 0), data[axis])
+            stop = data[axis] if e < 0 else min(start + e, data[axis])
+            ranges[axis] = range(start, max(stop, start))
+            continue
+        if s == 0:
+            raise _error(op_name, f"strides {list(strides)} has a 0")
+        ranges[axis] = range(*slice(b, e, s).indices(data[axis]))
+    return ranges
+
+
+def strided_slice_output_shape(
+    data: Sequence[int],
+    begin: Sequence[int],
+    end: Sequence[int],
+    strides: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+    slice_mode: str = "end",
+    op_name: str = "relay.strided_slice",
+) -> Shape:
+    """The shape of `data[begin:end:strides]` (see `strided_slice_ranges`)."""
+    ranges = strided_slice_ranges(data, begin, end, strides, axes, slice_mode, op_name)
+    return tuple(len(r) for r in ranges)
+
+
+@irdl_op_definition
+class StridedSliceOp(InferredOp):
+    """`data[begin:end:strides]` along `axes` (TVM's `relay.strided_slice`; no
+    `axes`: the first `len(begin)` axes): each listed axis is sliced as a
+    Python (and ONNX) slice, so negative `begin`/`end` count from the end and
+    out-of-range ones are clamped; a missing `strides` is all 1s. With
+    `slice_mode` "size", `end` gives sizes (-1: to the end)."""
+
+    name = "relay.strided_slice"
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    begin = prop_def(DenseArrayBase.constr(i64))
+    end = prop_def(DenseArrayBase.constr(i64))
+    strides = opt_prop_def(DenseArrayBase.constr(i64))
+    axes = opt_prop_def(DenseArrayBase.constr(i64))
+    slice_mode = prop_def(StringAttr, default_value=StringAttr("end"))
+
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        data: SSAValue,
+        begin: Sequence[int],
+        end: Sequence[int],
+        strides: Sequence[int] | None = None,
+        axes: Sequence[int] | None = None,
+        slice_mode: str = "end",
+        result_type: Attribute | None = None,
+    ):
+        self._build(
+            [data],
+            {
+                "begin": i64_array(begin),
+                "end": i64_array(end),
+                "strides": _opt_array(strides),
+                "axes": _opt_array(axes),
+                "slice_mode": _string_attr(slice_mode),
+            },
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data = any_tensor_of(operand_types[0], cls.name, "data")
+        shape = strided_slice_output_shape(
+            data.get_shape(),
+            attrs["begin"],
+            attrs["end"],
+            attrs["strides"],
+            attrs["axes"],
+            attrs["slice_mode"],
+            cls.name,
+        )
+        return TensorType(data.element_type, shape)
+
+    def ranges(self) -> list[range]:
+        """The indices of `data` each output dimension reads."""
+        attrs = self.attrs()
+        typ = self.data.type
+        assert isinstance(typ, TensorType)
+        return strided_slice_ranges(
+            typ.get_shape(),
+            attrs["begin"],  # type: ignore[arg-type]
+            attrs["end"],  # type: ignore[arg-type]
+            attrs["strides"],  # type: ignore[arg-type]
+            attrs["axes"],  # type: ignore[arg-type]
+            attrs["slice_mode"],  # type: ignore[arg-type]
+            self.name,
+        )
+
+
+def tile_output_shape(
+    data: Sequence[int], reps: Sequence[int], op_name: str = "relay.tile"
+) -> Shape:
+    """`data` repeated `reps` times along each axis; the shorter of the two is
+    padded with leading 1s (TVM's rule)."""
+    if any(r < 0 for r in reps):
+        raise _error(op_name, f"reps {list(reps)} must be non-negative")
+    rank = max(len(data), len(reps))
+    shape = (1,) * (rank - len(data)) + tuple(data)
+    reps = (1,) * (rank - len(reps)) + tuple(reps)
+    return tuple(d * r for d, r in zip(shape, reps))
+
+
+@irdl_op_definition
+class TileOp(InferredOp):
+    """`data` repeated `reps[i]` times along axis `i` (TVM's `relay.tile`, numpy's
+    `tile`): `out[i...] = data[i... mod data.shape]`; the shorter of the shape
+    and `reps` is padded with leading 1s."""
+
+    name = "relay.tile"
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    reps = prop_def(DenseArrayBase.constr(i64))
+
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self, data: SSAValue, reps: Sequence[int], result_type: Attribute | None = None
+    ):
+        self._build([data], {"reps": i64_array(reps)}, result_type)
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data = any_tensor_of(operand_types[0], cls.name, "data")
+        return TensorType(
+            data.element_type, tile_output_shape(data.get_shape(), attrs["reps"], cls.name)
+        )
+
+
+def broadcast_to_output_shape(
+    data: Sequence[int], shape: Sequence[int], op_name: str = "relay.broadcast_to"
+) -> Shape:
+    """`shape`, checked to be one `data` broadcasts to (numpy's rules, one way)."""
+    if len(shape) < len(data):
+        raise _error(
+            op_name, f"cannot broadcast {list(data)} to the lower-rank {list(shape)}"
+        )
+    for dim, (d, s) in enumerate(zip(data, shape[len(shape) - len(data) :])):
+        if d != s and d != 1:
+            raise _error(
+                op_name,
+                f"cannot broadcast {list(data)} to {list(shape)} (dimension "
+                f"{dim + len(shape) - len(data)}: {d} vs {s})",
+            )
+    if any(s < 0 for s in shape):
+        raise _error(op_name, f"shape {list(shape)} has a negative dimension")
+    return tuple(shape)
+
+
+@irdl_op_definition
+class BroadcastToOp(InferredOp):
+    """`data` broadcast to `shape` with numpy's rules (TVM's
+    `relay.broadcast_to`; ONNX's Expand, whose two-way broadcast the importer
+    resolves)."""
+
+    name = "relay.broadcast_to"
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    shape = prop_def(DenseArrayBase.constr(i64))
+
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self, data: SSAValue, shape: Sequence[int], result_type: Attribute | None = None
+    ):
+        self._build([data], {"shape": i64_array(shape)}, result_type)
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data = any_tensor_of(operand_types[0], cls.name, "data")
+        shape = broadcast_to_output_shape(data.get_shape(), attrs["shape"], cls.name)
+        return TensorType(data.element_type, shape)
+
+
+# --- Padding ---------------------------------------------------------------------------
+
+PAD_MODES = ("constant", "edge", "reflect")
+
+
+def pad_output_shape(
+    data: Sequence[int],
+    pad_width: Sequence[int],
+    pad_mode: str = "constant",
+    op_name: str = "relay.nn.pad",
+) -> Shape:
+    """`data` with `pad_width[2i]` elements before and `pad_width[2i + 1]` after
+    dimension `i`."""
+    if pad_mode not in PAD_MODES:
+        raise _error(op_name, f'pad_mode "{pad_mode}" is not one of {", ".join(PAD_MODES)}')
+    if len(pad_width) != 2 * len(data):
+        raise _error(
+            op_name,
+            f"pad_width {list(pad_width)} must have two values (before, after) per "
+            f"dimension of data {list(data)}",
+        )
+    if any(p < 0 for p in pad_width):
+        raise _error(op_name, f"pad_width {list(pad_width)} must be non-negative")
+    for axis, size in enumerate(data):
+        before, after = pad_width[2 * axis], pad_width[2 * axis + 1]
+        if not before and not after:
+            continue
+        if pad_mode == "edge" and size == 0:
+            raise _error(op_name, f"cannot pad an empty axis {axis} with its edge")
+        if pad_mode == "reflect" and max(before, after) >= max(size, 1):
+            raise _error(
+                op_name,
+                f"reflect padding ({before}, {after}) of axis {axis} must be smaller "
+                f"than its size {size}",
+            )
+    return tuple(d + pad_width[2 * i] + pad_width[2 * i + 1] for i, d in enumerate(data))
+
+
+@irdl_op_definition
+class PadOp(InferredOp):
+    """`data` padded along each dimension `i` by `pad_width[2i]` elements
+    before and `pad_width[2i + 1]` after (TVM's `relay.nn.pad`, whose pairs are
+    flattened here). `pad_mode` "constant" fills with `pad_value`, "edge"
+    repeats the border element, "reflect" mirrors the elements next to it
+    (without repeating the border; each pad must be smaller than the axis)."""
+
+    name = "relay.nn.pad"
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    pad_width = prop_def(DenseArrayBase.constr(i64))
+    pad_value = prop_def(FloatAttr, default_value=FloatAttr(0.0, f64))
+    pad_mode = prop_def(StringAttr, default_value=StringAttr("constant"))
+
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        data: SSAValue,
+        pad_width: Sequence[int],
+        pad_value: float = 0.0,
+        pad_mode: str = "constant",
+        result_type: Attribute | None = None,
+    ):
+        self._build(
+            [data],
+            {
+                "pad_width": i64_array(pad_width),
+                "pad_value": float_attr(pad_value, f64),
+                "pad_mode": _string_attr(pad_mode),
+            },
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data = any_tensor_of(operand_types[0], cls.name, "data")
+        shape = pad_output_shape(
+            data.get_shape(), attrs["pad_width"], attrs["pad_mode"], cls.name
+        )
+        return TensorType(data.element_type, shape)
+
+
+# --- Selection and conversion ----------------------------------------------------------
+
+
+@irdl_op_definition
+class WhereOp(InferredOp):
+    """`x` where `condition` (i1) is true, else `y`, all three broadcast with
+    numpy's rules (TVM's `relay.where`, ONNX's Where)."""
+
+    name = "relay.where"
+
+    condition = operand_def(TensorType)
+    x = operand_def(TensorType)
+    y = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = (
+        "$condition `,` $x `,` $y attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        condition: SSAValue,
+        x: SSAValue,
+        y: SSAValue,
+        result_type: Attribute | None = None,
+    ):
+        self._build([condition, x, y], {}, result_type)
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        condition = any_tensor_of(operand_types[0], cls.name, "condition")
+        if condition.element_type != IntegerType(1):
+            raise _error(
+                cls.name, f"condition must have element type i1, got {condition.element_type}"
+            )
+        x, y = _tensors(
+            cls.name, [("x", operand_types[1]), ("y", operand_types[2])], any_element=True
+        )
+        shape = broadcast_shapes(x.get_shape(), y.get_shape(), cls.name)
+        shape = broadcast_shapes(condition.get_shape(), shape, cls.name)
+        return TensorType(x.element_type, shape)
+
+
+CAST_DTYPES: dict[str, Attribute] = {
+    "float32": Float32Type(),
+    "float64": Float64Type(),
+    "bool": IntegerType(1),
+    "int8": IntegerType(8),
+    "uint8": IntegerType(8, Signedness.UNSIGNED),
+    "int16": IntegerType(16),
+    "int32": IntegerType(32),
+    "int64": IntegerType(64),
+}
+"""`relay.cast`'s `dtype` names (TVM's) -> element types."""
+
+
+@irdl_op_definition
+class CastOp(InferredOp):
+    """`data` converted element by element to `dtype` (TVM's `relay.cast`; one
+    of `CAST_DTYPES`): floats round to nearest, floats to integers truncate
+    toward zero (out of range: undefined, as in C), integers wrap to narrower
+    ones, and anything to bool is `!= 0`."""
+
+    name = "relay.cast"
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    dtype = prop_def(StringAttr)
+
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, data: SSAValue, dtype: str, result_type: Attribute | None = None):
+        self._build([data], {"dtype": _string_attr(dtype)}, result_type)
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data = any_tensor_of(operand_types[0], cls.name, "data")
+        element = CAST_DTYPES.get(attrs["dtype"])
+        if element is None:
+            raise _error(
+                cls.name,
+                f'dtype "{attrs["dtype"]}" is not one of {", ".join(CAST_DTYPES)}',
+            )
+        return TensorType(element, data.get_shape())
+
+
+# --- Depth and space ---------------------------------------------------------------------
+
+
+def depth_to_space_output_shape(
+    data: Sequence[int],
+    block_size: int,
+    layout: str = "NCHW",
+    mode: str = "DCR",
+    op_name: str = "relay.nn.depth_to_space",
+) -> Shape:
+    """NCHW `[N, C, H, W]` -> `[N, C / b^2, H * b, W * b]`."""
+    _check_block(data, block_size, layout, op_name)
+    if mode not in ("DCR", "CRD"):
+        raise _error(op_name, f'mode "{mode}" is not "DCR" or "CRD"')
+    n, c, h, w = data
+    if c % (block_size * block_size):
+        raise _error(
+            op_name, f"{c} channels are not a multiple of block_size^2 = {block_size**2}"
+        )
+    return (n, c // (block_size * block_size), h * block_size, w * block_size)
+
+
+def space_to_depth_output_shape(
+    data: Sequence[int],
+    block_size: int,
+    layout: str = "NCHW",
+    mode: str = "DCR",
+    op_name: str = "relay.nn.space_to_depth",
+) -> Shape:
+    """NCHW `[N, C, H, W]` -> `[N, C * b^2, H / b, W / b]`."""
+    _check_block(data, block_size, layout, op_name)
+    if mode not in ("DCR", "CRD"):
+        raise _error(op_name, f'mode "{mode}" is not "DCR" or "CRD"')
+    n, c, h, w = data
+    if h % block_size or w % block_size:
+        raise _error(
+            op_name, f"height {h} and width {w} must be multiples of block_size {block_size}"
+        )
+    return (n, c * block_size * block_size, h // block_size, w // block_size)
+
+
+def _check_block(data: Sequence[int], block_size: int, layout: str, op_name: str) -> None:
+    if layout != "NCHW":
+        raise _error(op_name, f'layout "{layout}" is not supported (only "NCHW")')
+    if len(data) != 4:
+        raise _error(op_name, f"data must have rank 4 (NCHW), got shape {list(data)}")
+    if block_size < 1:
+        raise _error(op_name, f"block_size must be positive, got {block_size}")
+
+
+@irdl_op_definition
+class DepthToSpaceOp(InferredOp):
+    """Channels moved into `block_size` x `block_size` spatial blocks (TVM's
+    `relay.nn.depth_to_space`, ONNX's DepthToSpace): in mode "DCR" output
+    `[n, c, h*b + i, w*b + j]` is input `[n, (i*b + j)*C' + c, h, w]`, in "CRD"
+    input `[n, c*b*b + i*b + j, h, w]` (C' = C / b^2)."""
+
+    name = "relay.nn.depth_to_space"
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    block_size = prop_def(IntegerAttr[I64])
+    layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
+    mode = prop_def(StringAttr, default_value=StringAttr("DCR"))
+
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        data: SSAValue,
+        block_size: int,
+        layout: str = "NCHW",
+        mode: str = "DCR",
+        result_type: Attribute | None = None,
+    ):
+        self._build(
+            [data],
+            {
+                "block_size": i64_attr(block_size),
+                "layout": _string_attr(layout),
+                "mode": _string_attr(mode),
+            },
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data = any_tensor_of(operand_types[0], cls.name, "data")
+        shape = depth_to_space_output_shape(
+            data.get_shape(), attrs["block_size"], attrs["layout"], attrs["mode"], cls.name
+        )
+        return TensorType(data.element_type, shape)
+
+
+@irdl_op_definition
+class SpaceToDepthOp(InferredOp):
+    """`block_size` x `block_size` spatial blocks moved into channels (TVM's
+    `relay.nn.space_to_depth`, ONNX's SpaceToDepth): input
+    `[n, c, h*b + i, w*b + j]` goes to output `[n, (i*b + j)*C + c, h, w]` in
+    mode "DCR" (TVM's only one), to `[n, c*b*b + i*b + j, h, w]` in "CRD"
+    (ONNX's opset 28; byoc's addition)."""
+
+    name = "relay.nn.space_to_depth"
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    block_size = prop_def(IntegerAttr[I64])
+    layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
+    mode = prop_def(StringAttr, default_value=StringAttr("DCR"))
+
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        data: SSAValue,
+        block_size: int,
+        layout: str = "NCHW",
+        mode: str = "DCR",
+        result_type: Attribute | None = None,
+    ):
+        self._build(
+            [data],
+            {
+                "block_size": i64_attr(block_size),
+                "layout": _string_attr(layout),
+                "mode": _string_attr(mode),
+            },
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data = any_tensor_of(operand_types[0], cls.name, "data")
+        shape = space_to_depth_output_shape(
+            data.get_shape(), attrs["block_size"], attrs["layout"], attrs["mode"], cls.name
         )
         return TensorType(data.element_type, shape)

@@ -50,8 +50,8 @@ func.func @main(%a: tensor<3xi64>) -> tensor<3xi64> {
 
 // -----
 
-func.func @main(%a: tensor<3xui32>) -> tensor<3xui32> {
-  %0 = relay.transpose %a : (tensor<3xui32>) -> tensor<3xui32>
-  func.return %0 : tensor<3xui32>
+func.func @main(%a: tensor<3xi4>) -> tensor<3xi4> {
+  %0 = relay.transpose %a : (tensor<3xi4>) -> tensor<3xi4>
+  func.return %0 : tensor<3xi4>
 }
-// CHECK: relay_transform_invalid.mlir:54:3: error: 'relay.transpose': data must have a float or integer (i1, i8, ui8, i16, i32, i64) element type, got ui32
+// CHECK: relay_transform_invalid.mlir:54:3: error: 'relay.transpose': data must have a float, integer or i1 element type, got i4
