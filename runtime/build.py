@@ -8,7 +8,8 @@ code linked in.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from byoc.runtime.reference import numpy_dtype
 from byoc.runtime.weights import Blob, Weights
 
 Source = str | Path | ModuleOp
+InputShapes = Mapping[str, Sequence[int]]
 
 
 def is_path(source: object) -> bool:
@@ -58,15 +60,21 @@ def placement_of(module: ModuleOp) -> dict[str, int]:
     return counts
 
 
-def load_source(source: Source) -> ModuleOp:
+def load_source(source: Source, input_shapes: InputShapes | None = None) -> ModuleOp:
     """A fresh, verified module from a path, relay text, or a module (copied).
 
-    A `.onnx` path or an `onnx.ModelProto` goes through the ONNX importer.
+    A `.onnx` path or an `onnx.ModelProto` goes through the ONNX importer, with
+    `input_shapes` pinning its graph inputs (relay IR has static shapes).
     """
     from byoc.frontend.onnx import from_onnx, is_onnx_source
 
     if is_onnx_source(source):
-        return from_onnx(source)  # type: ignore[arg-type]
+        return from_onnx(source, input_shapes)  # type: ignore[arg-type]
+    if input_shapes:
+        raise ByocError(
+            "error: input shapes pin the inputs of ONNX models; relay IR has static "
+            "shapes already"
+        )
     if isinstance(source, ModuleOp):
         module = source.clone()
         verify_module(module)
@@ -200,9 +208,13 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     targets: Sequence[str] | str | None = ("ccompiler",),
     cache: bool = True,
     quiet: bool = False,
+    input_shapes: InputShapes | None = None,
     **unknown: object,
 ) -> CompiledModule:
     """Compile a relay model for `targets` (priority order; `[]`: host only).
+
+    `input_shapes` pins the inputs of an ONNX model with symbolic dimensions
+    (`{"x": [1, 3, 224, 224]}`), as `byoc.from_onnx` does.
 
     With `cache`, a model compiled before (same content, backends, byoc code and
     CPU) is loaded from the compile cache in `$BYOC_CACHE_DIR` instead. A
@@ -213,7 +225,7 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     if unknown:
         raise ByocError(
             f"error: byoc.compile() has no argument {', '.join(repr(k) for k in unknown)}; "
-            "it takes source, targets, cache and quiet"
+            "it takes source, targets, cache, quiet and input_shapes"
         )
     if cache not in (True, False):
         raise ByocError(f"error: cache must be True or False, not {cache!r}")
@@ -230,6 +242,9 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
                 "cflags": " ".join((*optimisation_flags(), *openmp_flags())),
             }
             digest = source_digest(source)
+            if digest and input_shapes:
+                pinned = {str(k): [int(d) for d in v] for k, v in input_shapes.items()}
+                digest += ":input-shapes:" + json.dumps(pinned, sort_keys=True)
             key = cache_key(digest, backends, build_host) if digest else None
             entry = entry_path(key) if cache and key else None
             model = None
@@ -239,7 +254,7 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
                 except ByocError:
                     pass  # a damaged entry: compile again and replace it
         if model is None:
-            model = compile_uncached(source, backends, key, entry)
+            model = compile_uncached(source, backends, key, entry, input_shapes)
     model.timings = {**stages.seconds, "total": stages.elapsed}
     return model
 
@@ -249,6 +264,7 @@ def compile_uncached(
     backends: Sequence[Backend],
     key: str | None = None,
     entry: Path | None = None,
+    input_shapes: InputShapes | None = None,
 ) -> CompiledModule:
     """The whole pipeline, from source to a JIT-compiled CompiledModule.
 
@@ -263,7 +279,7 @@ def compile_uncached(
     from byoc.runtime.jit import JitModule
 
     with stage("import"):
-        module = load_source(source)
+        module = load_source(source, input_shapes)
         main = main_function(module)
         inputs = tensor_specs(
             main.function_type.inputs.data,

@@ -10,8 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from byoc.frontend.diagnostics import ByocError
-from byoc.tools.common import run_cli, write_text
+from byoc.tools.common import add_input_shape_argument, input_shapes, run_cli, write_text
 
 
 def parser() -> argparse.ArgumentParser:
@@ -20,33 +19,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("file", help="ONNX model (.onnx)")
     p.add_argument("-o", "--output", help="write the IR to this file instead of stdout")
-    p.add_argument(
-        "--input-shape",
-        action="append",
-        default=[],
-        metavar="NAME=D0,D1,...",
-        help="give graph input NAME this static shape (repeatable); for models "
-        "exported with dynamic dimensions",
-    )
+    add_input_shape_argument(p)
     return p
-
-
-def input_shapes(specs: Sequence[str]) -> dict[str, list[int]]:
-    """`["x=1,3,224,224"]` -> `{"x": [1, 3, 224, 224]}`."""
-    shapes: dict[str, list[int]] = {}
-    for spec in specs:
-        name, _, dims = spec.rpartition("=")
-        try:
-            shape = [int(d) for d in dims.split(",")] if dims.strip() else []
-        except ValueError:
-            shape = None
-        if not name or shape is None or any(d <= 0 for d in shape):
-            raise ByocError(
-                f"error: --input-shape {spec}: expected NAME=D0,D1,... with positive "
-                "sizes, e.g. x=1,3,224,224"
-            )
-        shapes[name] = shape
-    return shapes
 
 
 def main(argv: Sequence[str] | None = None) -> int:

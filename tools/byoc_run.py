@@ -2,6 +2,7 @@
 
     byoc-run model.mlir --annotate=ccompiler --check
     byoc-run model.mlir --inputs in.npz --output out.npz
+    byoc-run model.onnx --input-shape x=1,3,224,224 --check
 
 Without --inputs, inputs are seeded random normal arrays. --check compares the
 results with the numpy reference interpreter and exits with status 1 on a
@@ -26,7 +27,7 @@ from byoc.frontend.diagnostics import ByocError
 from byoc.runtime.build import compile, load_source
 from byoc.runtime.compiled import CompiledModule
 from byoc.runtime.reference import run_reference
-from byoc.tools.common import run_cli
+from byoc.tools.common import add_input_shape_argument, input_shapes, run_cli
 
 
 def parser() -> argparse.ArgumentParser:
@@ -43,6 +44,7 @@ def parser() -> argparse.ArgumentParser:
         help="backends in priority order, comma-separated (default "
         f"{DEFAULT_BACKEND}; empty: host only)",
     )
+    add_input_shape_argument(p)
     p.add_argument("--inputs", help=".npz with one array per input of @main")
     p.add_argument("--output", help="write the results to this .npz")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs")
@@ -188,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
     targets = [t for t in args.annotate.split(",") if t.strip()]
     print(f"compiling {args.file} for {', '.join(targets) or 'the host only'} ...", flush=True)
     started = time.perf_counter()
-    model = compile(args.file, targets=targets, quiet=args.quiet)
+    shapes = input_shapes(args.input_shape)
+    model = compile(args.file, targets=targets, quiet=args.quiet, input_shapes=shapes)
     compiled_in = time.perf_counter() - started
     print(f"compiled in {compiled_in:.2f} s")
     if args.timings:
@@ -210,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"median latency over {args.runs} runs: {np.median(times) * 1e6:.1f} us")
     if args.check:
         print("checking against the reference interpreter ...", flush=True)
-        ok = compare("the reference", results, run_reference(load_source(args.file), inputs), args, model)
+        ok = compare("the reference", results, run_reference(load_source(args.file, shapes), inputs), args, model)
         if str(args.file).endswith(".onnx"):
             expected = onnxruntime_results(str(args.file), inputs)
             if expected is not None:

@@ -12,14 +12,14 @@ from collections.abc import Sequence
 
 from byoc.backends import DEFAULT_BACKEND, parse_targets
 from byoc.runtime.build import functions_of, load_source, partition_for
-from byoc.tools.common import run_cli, write_text
+from byoc.tools.common import add_input_shape_argument, input_shapes, run_cli, write_text
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="byoc-translate", description="Print the code generated for a model."
     )
-    p.add_argument("file", help="relay-dialect .mlir file")
+    p.add_argument("file", help="relay-dialect .mlir file or ONNX .onnx model")
     p.add_argument(
         "--emit-c",
         action="store_true",
@@ -51,13 +51,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quiet", action="store_true", help="no progress line while a slow compile runs"
     )
+    add_input_shape_argument(p)
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     return p
 
 
 def translate(args: argparse.Namespace) -> str:
     backends = parse_targets(args.annotate)
-    module = load_source(args.file)
+    module = load_source(args.file, input_shapes(args.input_shape))
     partition_for(module, backends)
     parts: list[str] = []
     for backend in backends:
@@ -77,7 +78,12 @@ def emit_library(args: argparse.Namespace) -> None:
     from byoc.runtime.aot import export_library
     from byoc.runtime.build import compile
 
-    model = compile(args.file, targets=args.annotate, quiet=args.quiet)
+    model = compile(
+        args.file,
+        targets=args.annotate,
+        quiet=args.quiet,
+        input_shapes=input_shapes(args.input_shape),
+    )
     library, header = export_library(
         model, args.output or f"lib{args.name}.so", args.name, args.weights
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
@@ -46,6 +46,38 @@ def add_partition_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="regions with fewer than N ops go back to the host (default 1)",
     )
+
+
+def add_input_shape_argument(parser: argparse.ArgumentParser) -> None:
+    """`--input-shape NAME=D0,D1,...` (repeatable), for ONNX models."""
+    parser.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="NAME=D0,D1,...",
+        help="give graph input NAME this static shape (repeatable); for ONNX "
+        "models exported with symbolic dimensions",
+    )
+
+
+def input_shapes(specs: Sequence[str]) -> dict[str, list[int]] | None:
+    """`["x=1,3,224,224"]` -> `{"x": [1, 3, 224, 224]}` (None for no specs)."""
+    from byoc.frontend.diagnostics import ByocError
+
+    shapes: dict[str, list[int]] = {}
+    for spec in specs:
+        name, _, dims = spec.rpartition("=")
+        try:
+            shape = [int(d) for d in dims.split(",")] if dims.strip() else []
+        except ValueError:
+            shape = None
+        if not name or shape is None or any(d <= 0 for d in shape):
+            raise ByocError(
+                f"error: --input-shape {spec}: expected NAME=D0,D1,... with positive "
+                "sizes, e.g. x=1,3,224,224"
+            )
+        shapes[name] = shape
+    return shapes or None
 
 
 def graph_passes(args: argparse.Namespace) -> list[str]:

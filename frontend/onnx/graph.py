@@ -237,6 +237,7 @@ class GraphImporter:
 
         arg_types = []
         inputs = [i for i in graph.input if i.name not in self.constants]
+        self._check_static(inputs)
         for value_info in inputs:
             arg_types.append(self._input_type(value_info))
         self.block = Block(arg_types=arg_types)
@@ -287,20 +288,58 @@ class GraphImporter:
             )
         return element_type_of_dtype(dtype)
 
+    def _check_static(self, inputs: Sequence[Any]) -> None:
+        """One error naming every input with a symbolic (or unknown) dimension,
+        and the flags that pin them."""
+        dynamic = []
+        for value_info in inputs:
+            dims = _dims(value_info.type)
+            if dims is None or any(not isinstance(d, int) for d in dims):
+                dynamic.append((value_info.name, dims))
+        if not dynamic:
+            return
+        described, flags, pins = [], [], []
+        symbols: list[str] = []
+        unknown = 0
+        for name, dims in dynamic:
+            if dims is None:
+                described.append(f"'{name}' (no declared shape)")
+                wanted = ["D0", "D1", "..."]
+            else:
+                shown = ", ".join("?" if d is None else str(d) for d in dims)
+                described.append(f"'{name}' (shape [{shown}])")
+                wanted = [
+                    str(d) if isinstance(d, int) else f"<{d or f'dim {k}'}>"
+                    for k, d in enumerate(dims)
+                ]
+                symbols += [d for d in dims if isinstance(d, str) and d not in symbols]
+                unknown += sum(1 for d in dims if d is None)
+            flags.append(f"--input-shape {name}={','.join(wanted)}")
+            pins.append(f"'{name}': [{', '.join(wanted)}]")
+        parts = []
+        if symbols:
+            parts.append(
+                f"symbolic dimension{'s' if len(symbols) > 1 else ''} {', '.join(symbols)}"
+            )
+        if unknown:
+            parts.append(f"{unknown} unknown dimension{'s' if unknown > 1 else ''}")
+        if not parts:
+            parts.append("no declared shape")
+        subject = (
+            f"input {described[0]} has"
+            if len(dynamic) == 1
+            else f"inputs {', '.join(described)} have"
+        )
+        raise ByocError(
+            f"error: {self.filename}: {subject} {' and '.join(parts)}; byoc compiles "
+            f"static shapes: pin them with {' '.join(flags)} (from Python: "
+            f"input_shapes={{{', '.join(pins)}}})"
+        )
+
     def _input_type(self, value_info: Any) -> TensorType:
         element = self._check_type(value_info, "input") or f32
         dims = _dims(value_info.type)
-        name = value_info.name
-        if dims is None or any(not isinstance(d, int) for d in dims):
-            shown = "unknown" if dims is None else (
-                "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
-            )
-            raise ByocError(
-                f"error: {self.filename}: input '{name}' has a dynamic shape "
-                f"{shown}; byoc needs static shapes (pin it with "
-                f"input_shapes={{'{name}': [...]}}, or byoc-import --input-shape "
-                f"{name}=d0,d1,...)"
-            )
+        assert dims is not None and all(isinstance(d, int) for d in dims)
         return TensorType(element, dims)
 
     def _convert(self, node: Node) -> None:

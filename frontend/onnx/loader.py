@@ -205,13 +205,38 @@ def _pin_input_shapes(
                 f"error: {name}: input_shapes names '{input_name}', which is not a "
                 f"graph input (inputs: {', '.join(sorted(by_name)) or 'none'})"
             )
+        declared = _dims(value.type)
+        pinned = [int(size) for size in shape]
+        if any(size <= 0 for size in pinned):
+            raise ByocError(
+                f"error: {name}: input_shapes gives '{input_name}' the shape {pinned}; "
+                "sizes must be positive"
+            )
+        if declared is not None:
+            if len(declared) != len(pinned):
+                raise ByocError(
+                    f"error: {name}: input_shapes gives '{input_name}' {len(pinned)} "
+                    f"dimensions {pinned}, but the model declares {len(declared)} "
+                    f"({_shown(declared)})"
+                )
+            for axis, (was, now) in enumerate(zip(declared, pinned)):
+                if isinstance(was, int) and was != now:
+                    raise ByocError(
+                        f"error: {name}: input_shapes gives '{input_name}' the shape "
+                        f"{pinned}, but the model fixes dimension {axis} to {was} "
+                        f"({_shown(declared)})"
+                    )
         dims = value.type.tensor_type.shape
         dims.ClearField("dim")
-        for size in shape:
-            dims.dim.add().dim_value = int(size)
+        for size in pinned:
+            dims.dim.add().dim_value = size
     # Stale shapes of intermediate values would conflict with the pinned ones.
     del model.graph.value_info[:]
     return model
+
+
+def _shown(dims: Sequence[int | str | None]) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
 
 
 def _infer_shapes(model: onnx.ModelProto, name: str) -> onnx.ModelProto:
