@@ -50,8 +50,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from byoc.dialects import relay
-from byoc.dialects.extern import COMPILER_ATTR
 from byoc.dialects.relay.qnn import INT8, UINT8, constant_value, type_range
+from byoc.passes.convert_relay_to_loops import is_loop_level
 from byoc.passes.loop_nests import I32, BodyBuilder, ConstantPool, alloc, dealloc, shape_of
 from byoc.passes.lower_nn import (
     Index,
@@ -175,13 +175,14 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
 
 
 def outline_int8_kernels(module: ModuleOp) -> int:
-    """Replace every chain in `module`'s outlined functions by a call of a new
+    """Replace every chain in `module`'s relay functions (the outlined
+    functions, and the parts a large one is cut into) by a call of a new
     kernel function; returns how many."""
     count = 0
     for function in list(module.ops):
         if not isinstance(function, func.FuncOp) or not function.body.blocks:
             continue
-        if COMPILER_ATTR not in function.attributes:
+        if is_loop_level(function):
             continue
         for op in list(function.body.block.ops):
             if op.parent is None:

@@ -272,6 +272,36 @@ def test_every_quantized_op_lowers_exactly(kernels_module, targets):
         assert model.c_source.count("_int8_") >= 9
 
 
+def test_int8_kernels_in_the_parts_of_a_large_function():
+    """A function cut into parts (more than 200 ops) still gets int8 kernels."""
+    lines = [
+        "func.func @main(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {",
+        "  %s = relay.constant dense<0.05> : tensor<f32>",
+        "  %z = relay.constant dense<3> : tensor<i32>",
+        "  %wz = relay.constant dense<0> : tensor<i32>",
+        "  %ws = relay.constant dense<0.01> : tensor<f32>",
+        "  %w = relay.constant dense<2> : tensor<32x32xi8>",
+        "  %q0 = relay.qnn.quantize %x, %s, %z {out_dtype = \"uint8\"} : (tensor<4x32xf32>, tensor<f32>, tensor<i32>) -> tensor<4x32xui8>",
+    ]
+    for i in range(90):
+        lines += [
+            f"  %d{i} = relay.qnn.dense %q{i}, %w, %z, %wz, %s, %ws : (tensor<4x32xui8>, tensor<32x32xi8>, tensor<i32>, tensor<i32>, tensor<f32>, tensor<f32>) -> tensor<4x32xi32>",
+            f"  %r{i} = relay.qnn.requantize %d{i}, %ws, %wz, %s, %z {{out_dtype = \"uint8\"}} : (tensor<4x32xi32>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>) -> tensor<4x32xui8>",
+            f"  %q{i + 1} = relay.clip %r{i} {{a_min = 3.0 : f64, a_max = 250.0 : f64}} : (tensor<4x32xui8>) -> tensor<4x32xui8>",
+        ]
+    lines += [
+        "  %y = relay.qnn.dequantize %q90, %s, %z : (tensor<4x32xui8>, tensor<f32>, tensor<i32>) -> tensor<4x32xf32>",
+        "  func.return %y : tensor<4x32xf32>",
+        "}",
+    ]
+    text = "\n".join(lines)
+    x = np.random.default_rng(9).standard_normal((4, 32)).astype(F32)
+    model = byoc.compile(text, targets=["ccompiler"])
+    assert "_part" in model.c_source  # ccompiler cut the function into parts
+    assert model.c_source.count("_int8_") >= 90  # a kernel per dense, in every part
+    np.testing.assert_array_equal(model(x), byoc.run_reference(parse_text(text), [x])[0])
+
+
 # --- QDQ models from onnxruntime.quantization -------------------------------------------
 
 
