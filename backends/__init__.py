@@ -2,21 +2,34 @@
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Sequence
 from functools import cache
 from importlib.metadata import entry_points
 
+from byoc.backends.errors import BackendError, origin, register_origin
+from byoc.backends.kernel import Constant, Kernel, KernelOp, Value, kernel_of, kernels_of, op_view
 from byoc.backends.spec import Artifact, Backend, Check, Composite, always
 from byoc.frontend.diagnostics import ByocError
 
 __all__ = [
     "Artifact",
     "Backend",
+    "BackendError",
     "Check",
     "Composite",
+    "Constant",
+    "Kernel",
+    "KernelOp",
+    "Value",
     "always",
     "available_backends",
     "get_backend",
+    "kernel_of",
+    "kernels_of",
+    "op_view",
+    "origin_of",
     "parse_targets",
 ]
 
@@ -53,38 +66,117 @@ def get_backend(name: str) -> Backend:
             f"error: entry point '{name}' of group {ENTRY_POINT_GROUP} is not a "
             f"byoc Backend named '{name}'"
         )
-    if not _NAME.match(name):
-        raise ByocError(
-            f"error: backend name '{name}' must match [A-Za-z][A-Za-z0-9_]*"
-        )
+    distribution = getattr(getattr(ep, "dist", None), "name", None)
+    register_origin(backend, name, distribution or ep.value.split(":")[0])
+    check_backend(backend)
     return backend
 
 
-def parse_targets(targets: str | list[str] | tuple[str, ...] | None) -> list[Backend]:
-    """Backends in priority order from `"a,b"` or `["a", "b"]`; checks each name."""
+def origin_of(name: str) -> str:
+    """Where the backend called `name` comes from, as `origin` says, without
+    loading it: the last Backend object of that name checked in this process,
+    else the distribution of its entry point."""
+    seen = _SEEN.get(name)
+    if seen is not None:
+        return origin(seen)
+    ep = _entry_points().get(name)
+    distribution = getattr(getattr(ep, "dist", None), "name", None)
+    return f"package {distribution}" if distribution else "origin unknown"
+
+
+_SEEN: dict[str, Backend] = {}
+
+
+def is_registered(backend: Backend) -> bool:
+    """Whether `backend` is the installed backend of its name (not an object
+    being tried before it is packaged)."""
+    if backend.name not in _entry_points():
+        return False
+    try:
+        return get_backend(backend.name) is backend
+    except ByocError:
+        return False
+
+
+@cache
+def relay_op_names() -> frozenset[str]:
+    """Every relay op a backend may name in its ops map or composites."""
+    from byoc.dialects import relay
+
+    return frozenset(op.name for op in relay.RELAY_OPS)
+
+
+def nearest_op(name: str) -> str | None:
+    """The relay op name a typo'd `name` most likely meant (`relay.relu` -> `relay.nn.relu`)."""
+    known = sorted(relay_op_names())
+    leaf = name.rsplit(".", 1)[-1]
+    same_leaf = [k for k in known if k.rsplit(".", 1)[-1] == leaf]
+    if len(same_leaf) == 1:
+        return same_leaf[0]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def check_backend(backend: Backend) -> None:
+    """A ByocError, blamed on `backend`, if its name is not a C identifier or its
+    ops map or composites name an op that does not exist."""
+    if not _NAME.match(backend.name):
+        raise ByocError(
+            f"error: backend name '{backend.name}' must match [A-Za-z][A-Za-z0-9_]*"
+        )
+    _SEEN[backend.name] = backend
+    known = relay_op_names()
+    named = [(n, "ops") for n in backend.ops] + [
+        (n, f"composite {c.name}") for c in backend.composites for n in c.ops
+    ]
+    for op_name, place in named:
+        if op_name in known:
+            continue
+        guess = nearest_op(op_name)
+        hint = f"; did you mean {guess}?" if guess else " (docs/ops.md lists the relay ops)"
+        raise BackendError(
+            f"error: backend '{backend.name}' ({origin(backend)}): its {place} name "
+            f"'{op_name}', which is not a relay op{hint}",
+            backend.name,
+        )
+
+
+def parse_targets(
+    targets: str | Backend | Sequence[str | Backend] | None,
+) -> list[Backend]:
+    """Backends in priority order from `"a,b"`, or a list of names and `Backend`
+    objects (a backend tried before it is packaged); checks each one."""
     if targets is None:
         return []
+    if isinstance(targets, Backend):
+        targets = [targets]
     if isinstance(targets, str):
-        names = targets.split(",")
+        items: list[object] = targets.split(",")
     elif isinstance(targets, (list, tuple)):
-        names = list(targets)
+        items = list(targets)
     else:
         raise ByocError(
             f"error: targets must be backend names in priority order (a list, or a "
-            f"comma-separated string), not a {type(targets).__name__}"
+            f"comma-separated string; a list may hold byoc.backends.Backend objects "
+            f"too), not a {type(targets).__name__}"
         )
-    for name in names:
-        if not isinstance(name, str):
-            raise ByocError(
-                f"error: targets must be backend names (strings); got {name!r} "
-                f"({type(name).__name__})"
-            )
-    names = [n.strip() for n in names if n.strip()]
     seen: set[str] = set()
     backends: list[Backend] = []
-    for name in names:
-        if name in seen:
-            raise ByocError(f"error: backend '{name}' is listed twice")
-        seen.add(name)
-        backends.append(get_backend(name))
+    for item in items:
+        if isinstance(item, Backend):
+            check_backend(item)
+            backend = item
+        elif isinstance(item, str):
+            if not item.strip():
+                continue
+            backend = get_backend(item.strip())
+        else:
+            raise ByocError(
+                f"error: targets must be backend names (strings); got {item!r} "
+                f"({type(item).__name__}); a target may also be a byoc.backends.Backend"
+            )
+        if backend.name in seen:
+            raise ByocError(f"error: backend '{backend.name}' is listed twice")
+        seen.add(backend.name)
+        backends.append(backend)
     return backends

@@ -14,6 +14,9 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
+from byoc.backends.kernel import Kernel, kernels_of
+from byoc.frontend.diagnostics import ByocError
+
 ALLOCATION_FAILED = 2
 """The status an external function (or the host) returns when an allocation
 fails. It may first store the bytes it asked for in an exported
@@ -78,7 +81,10 @@ class Composite:
 
 
 Codegen = Callable[[ModuleOp], Artifact]
-"""Turns a module holding one backend's outlined functions into an Artifact."""
+"""Turns a module holding one backend's outlined functions (xDSL) into an Artifact."""
+
+KernelCodegen = Callable[[list[Kernel]], Artifact]
+"""Turns one backend's outlined functions, as kernels (plain Python data), into an Artifact."""
 
 
 @dataclass(frozen=True)
@@ -87,11 +93,17 @@ class Backend:
 
     `ops` maps a relay op name (e.g. "relay.add") to a check that may look at
     shapes, dtypes and attributes; an op whose name is absent is unsupported.
+
+    A backend gives exactly one codegen: `kernel_codegen` receives the
+    outlined functions as `Kernel`s (plain Python data: backends/kernel.py),
+    `codegen` receives them as an xDSL `ModuleOp` of `func.func`s. The
+    optional `kernel_source`/`source` show the generated code the same way.
     """
 
     name: str
     ops: Mapping[str, Check]
-    codegen: Codegen
+    codegen: Codegen | None = None
+    """Outlined functions as an xDSL module in, Artifact out."""
     description: str = ""
     source: Callable[[ModuleOp], str] | None = None
     """The generated source of outlined functions, for showing (`--emit-c`)."""
@@ -104,6 +116,36 @@ class Backend:
     inline_constants: int = 1024
     """Constants of at most this many elements are copied into this backend's
     functions; larger ones (weights) are passed as arguments."""
+    kernel_codegen: KernelCodegen | None = None
+    """Outlined functions as a list of `Kernel`s in, Artifact out."""
+    kernel_source: Callable[[list[Kernel]], str] | None = None
+    """The generated source of a list of `Kernel`s, for showing (`--emit-c`)."""
+
+    def __post_init__(self) -> None:
+        if (self.codegen is None) == (self.kernel_codegen is None):
+            raise ByocError(
+                f"error: backend '{self.name}' must give exactly one of codegen "
+                "(an xDSL module in) and kernel_codegen (a list of Kernels in)"
+            )
+        if self.source is not None and self.kernel_source is not None:
+            raise ByocError(
+                f"error: backend '{self.name}' gives both source and kernel_source"
+            )
+
+    def generate(self, functions: ModuleOp) -> Artifact:
+        """Run this backend's codegen on a module of its outlined functions."""
+        if self.kernel_codegen is not None:
+            return self.kernel_codegen(kernels_of(functions))
+        assert self.codegen is not None
+        return self.codegen(functions)
+
+    def show(self, functions: ModuleOp) -> str | None:
+        """The generated source of `functions`, or None if the backend shows none."""
+        if self.kernel_source is not None:
+            return self.kernel_source(kernels_of(functions))
+        if self.source is not None:
+            return self.source(functions)
+        return None
 
     def check(self, op: Operation) -> str | None:
         """None when this backend takes `op`, else why it does not."""

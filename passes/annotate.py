@@ -12,9 +12,10 @@ and the op annotated anew.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -23,6 +24,7 @@ from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from byoc.backends import DEFAULT_BACKEND, Backend, Composite, parse_targets
+from byoc.backends.errors import BackendError, blame, origin
 from byoc.dialects.extern import COMPILER_ATTR, COMPOSITE_ATTR, INLINE_ATTR, TARGET_ATTR
 from byoc.frontend.diagnostics import ByocError
 from byoc.frontend.parse import describe
@@ -116,14 +118,48 @@ def forget_other_targets(ops: Sequence[Operation], targets: set[str]) -> None:
             op.attributes.pop(COMPOSITE_ATTR, None)
 
 
+Exclusions = Mapping[Operation, frozenset[str]]
+"""Backends that must not take an op (their codegen failed on it: runtime/fallback.py)."""
+
+
+def _ask(backend: Backend, check: Callable[[Any], object], subject: Any, what: str, op: Operation) -> str | None:
+    """A backend's answer to one of its checks; its failures are its own."""
+    try:
+        reason = check(subject)
+    except Exception as err:
+        raise blame(backend, what, describe(op), err) from err
+    if reason is not None and not isinstance(reason, str):
+        raise BackendError(
+            f"error: backend '{backend.name}' ({origin(backend)}): {what} for "
+            f"{describe(op)} returned {reason!r}; a check returns None to take "
+            "the op, or a string saying why not",
+            backend.name,
+        )
+    return reason
+
+
 def annotate_block(
-    block: Block, backends: Sequence[Backend], declined: dict[Operation, list[str]]
+    block: Block,
+    backends: Sequence[Backend],
+    declined: dict[Operation, list[str]],
+    exclude: Exclusions | None = None,
 ) -> None:
     """Mark the ops of `block`; record in `declined` why the others stay on the host."""
     ops = [op for op in block.ops if is_graph_op(op)]
     forget_other_targets(ops, {b.name for b in backends})
     position = {op: i for i, op in enumerate(block.ops)}
     reasons: dict[Operation, list[str]] = {}
+    exclude = exclude or {}
+    none: frozenset[str] = frozenset()
+
+    def excluded(op: Operation, backend: Backend) -> bool:
+        if backend.name in exclude.get(op, none):
+            reasons.setdefault(op, []).append(
+                f"{backend.name}: its codegen failed on this op's function"
+            )
+            return True
+        return False
+
     for backend in backends:
         tag = StringAttr(backend.name)
         patterns = sorted(backend.composites, key=lambda c: -len(c.ops))
@@ -133,7 +169,9 @@ def annotate_block(
                 chain = match_chain(op, pattern, position)
                 if chain is None:
                     continue
-                reason = pattern.check(chain)
+                if exclude and any(backend.name in exclude.get(m, none) for m in chain):
+                    continue
+                reason = _ask(backend, pattern.check, chain, f"pattern check of {pattern.name}", op)
                 if reason is not None:
                     for member in chain:
                         reasons.setdefault(member, []).append(
@@ -144,9 +182,9 @@ def annotate_block(
                     member.attributes[TARGET_ATTR] = tag
                     member.attributes[COMPOSITE_ATTR] = name
         for op in ops:
-            if TARGET_ATTR in op.attributes:
+            if TARGET_ATTR in op.attributes or (exclude and excluded(op, backend)):
                 continue
-            reason = backend.check(op)
+            reason = _ask(backend, backend.check, op, f"check of {op.name}", op)
             if reason is None:
                 op.attributes[TARGET_ATTR] = tag
             else:
@@ -158,15 +196,19 @@ def annotate_block(
 
 
 def annotate(
-    module: ModuleOp, backends: Sequence[Backend], strict: bool = False
+    module: ModuleOp,
+    backends: Sequence[Backend],
+    strict: bool = False,
+    exclude: Exclusions | None = None,
 ) -> dict[Operation, list[str]]:
     """Mark ops for backends; returns, for each op left on the host, why.
 
     With `strict`, an op no backend takes is an error listing every such op.
+    `exclude` names, per op, backends that must not take it.
     """
     declined: dict[Operation, list[str]] = {}
     for function in host_functions(module):
-        annotate_block(function.body.block, backends, declined)
+        annotate_block(function.body.block, backends, declined, exclude)
     if strict and declined:
         lines = [
             f"  {describe(op)}: {'; '.join(why) or 'no backend given'}"

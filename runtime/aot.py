@@ -31,7 +31,7 @@ from pathlib import Path
 
 from byoc.frontend.diagnostics import ByocError
 from byoc.runtime.compiled import CompiledModule, TensorSpec
-from byoc.runtime.toolchain import DEFAULT_FLAGS, compiler
+from byoc.runtime.toolchain import DEFAULT_FLAGS, compiler, with_openmp
 from byoc.targets.c import c_identifier
 
 
@@ -324,7 +324,10 @@ def export_library(
                 path = work / f"{i}_{c_identifier(Path(source_name).stem)}.c"
                 path.write_text(text)
                 inputs.append(path)
-            extra += artifact.c_flags + artifact.link_flags
+            flags, libraries = with_openmp(
+                "".join(c_sources.values()), tuple(artifact.c_flags), tuple(artifact.link_flags)
+            )
+            extra += [*flags, *libraries]
         if vendor:
             extra.append("-Wl,-rpath,$ORIGIN")
         built = work / "out.so"

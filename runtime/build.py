@@ -9,19 +9,23 @@ code linked in.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr, TensorType
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 
 from byoc.backends import Artifact, Backend, parse_targets
+from byoc.backends.errors import BackendError, blame, run_backend_code
 from byoc.dialects.extern import COMPILER_ATTR, CallOp
 from byoc.frontend.diagnostics import ByocError
 from byoc.frontend.parse import location_of, names_file, parse_file, parse_text, verify_module
-from byoc.passes.annotate import annotate, is_graph_op
+from byoc.passes.annotate import Exclusions, annotate, is_graph_op
 from byoc.passes.dead_code import remove_dead_ops
 from byoc.passes.dedup_functions import dedup_functions
 from byoc.passes.fake_quantization_to_integer import fake_quantization_to_integer
@@ -151,37 +155,63 @@ def functions_of(module: ModuleOp, backend: str) -> ModuleOp:
 
 
 def run_codegen(backend: Backend, functions: ModuleOp) -> Artifact:
-    """Run a backend's codegen, turning its failures into ByocErrors."""
-    try:
-        artifact = backend.codegen(functions)
-    except ByocError:
-        raise
-    except Exception as err:
-        raise ByocError(
-            f"error: backend '{backend.name}' failed to generate code: "
-            f"{type(err).__name__}: {err}"
-        ) from err
-    wanted = {op.sym_name.data for op in functions.ops if isinstance(op, func.FuncOp)}
-    missing = wanted - set(artifact.symbols)
+    """Run a backend's codegen; its failures are BackendErrors blaming it (and
+    naming the functions and their ops)."""
+    symbols = [op.sym_name.data for op in functions.ops if isinstance(op, func.FuncOp)]
+    where = lambda: describe_functions(functions)  # noqa: E731 - only on failure
+    artifact = run_backend_code(backend, "codegen", where, backend.generate, functions)
+    if not isinstance(artifact, Artifact):
+        raise blame(
+            backend,
+            "codegen",
+            where(),
+            TypeError(f"returned {type(artifact).__name__}, not a byoc.backends.Artifact"),
+        )
+    missing = set(symbols) - set(artifact.symbols)
     if missing:
-        raise ByocError(
-            f"error: backend '{backend.name}' did not produce "
-            f"{', '.join(sorted(missing))}"
+        raise blame(
+            backend,
+            "codegen",
+            where(),
+            ValueError(f"its Artifact does not export {', '.join(sorted(missing))}"),
         )
     return artifact
 
 
-def partition_for(module: ModuleOp, backends: Sequence[Backend]) -> None:
+def describe_functions(functions: ModuleOp) -> str:
+    """`@f (relay.add, relay.nn.relu), @g (...)`: what a codegen was given."""
+    parts = []
+    for function in functions.ops:
+        if isinstance(function, func.FuncOp) and function.body.blocks:
+            names = dict.fromkeys(op.name for op in function.body.block.ops if is_graph_op(op))
+            parts.append(f"@{function.sym_name.data} ({', '.join(names)})")
+    return ", ".join(parts)
+
+
+def partition_for(
+    module: ModuleOp,
+    backends: Sequence[Backend],
+    strict: bool = False,
+    exclude: Exclusions | None = None,
+) -> None:
     """Quantize QDQ units, then annotate, merge and outline `module` in place
-    for `backends`."""
+    for `backends` (`strict`: an op no backend takes is an error; `exclude`:
+    backends an op must avoid)."""
     check_outlined_for(module, backends)
+    prepare_graph(module)
+    # also drops marks for backends not asked for
+    annotate(module, backends, strict, exclude)
+    if backends:
+        partition(module)
+
+
+def prepare_graph(module: ModuleOp) -> None:
+    """The rewrites before partitioning (each a no-op the second time): QDQ
+    units become quantized ops, dead ops go."""
     # Before anything else rewrites the graph: the units are DQ -> op -> Q as
     # the importer (or the user) wrote them.
     fake_quantization_to_integer(module)
     remove_dead_ops(module)
-    annotate(module, backends)  # also drops marks for backends not asked for
-    if backends:
-        partition(module)
 
 
 def check_outlined_for(module: ModuleOp, backends: Sequence[Backend]) -> None:
@@ -205,13 +235,20 @@ def check_outlined_for(module: ModuleOp, backends: Sequence[Backend]) -> None:
 
 def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     source: Source,
-    targets: Sequence[str] | str | None = ("ccompiler",),
+    targets: Sequence[str | Backend] | str | Backend | None = ("ccompiler",),
     cache: bool = True,
     quiet: bool = False,
     input_shapes: InputShapes | None = None,
+    fallback: bool = True,
     **unknown: object,
 ) -> CompiledModule:
     """Compile a relay model for `targets` (priority order; `[]`: host only).
+
+    A target is a backend's name or a `byoc.backends.Backend` object (a
+    backend tried before it is packaged; such compiles are never cached).
+    When a backend's codegen fails on some functions, their ops go to the
+    remaining backends and the host, with a warning; with `fallback=False`
+    that, and an op no backend takes, is an error instead.
 
     `input_shapes` pins the inputs of an ONNX model with symbolic dimensions
     (`{"x": [1, 3, 224, 224]}`), as `byoc.from_onnx` does.
@@ -225,37 +262,51 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     if unknown:
         raise ByocError(
             f"error: byoc.compile() has no argument {', '.join(repr(k) for k in unknown)}; "
-            "it takes source, targets, cache, quiet and input_shapes"
+            "it takes source, targets, cache, quiet, input_shapes and fallback"
         )
     if cache not in (True, False):
         raise ByocError(f"error: cache must be True or False, not {cache!r}")
+    if fallback not in (True, False):
+        raise ByocError(f"error: fallback must be True or False, not {fallback!r}")
+    from byoc.backends import is_registered
+    from byoc.backends.errors import warn
     from byoc.runtime.cache import cache_key, entry_path, source_digest
     from byoc.runtime.saved import host_cpu, load
     from byoc.runtime.toolchain import compiler, openmp_flags, optimisation_flags
 
     with compile_stages(quiet) as stages, garbage_collector_paused():
         backends = parse_targets(targets)
+        installed = all(is_registered(b) for b in backends)
         with stage("cache"):
             build_host = {
                 **host_cpu(),
                 "cc": compiler(),
                 "cflags": " ".join((*optimisation_flags(), *openmp_flags())),
+                "fallback": fallback,
             }
             digest = source_digest(source)
             if digest and input_shapes:
                 pinned = {str(k): [int(d) for d in v] for k, v in input_shapes.items()}
                 digest += ":input-shapes:" + json.dumps(pinned, sort_keys=True)
             key = cache_key(digest, backends, build_host) if digest else None
-            entry = entry_path(key) if cache and key else None
+            if not installed:
+                # A backend being developed may change its code under the same
+                # name: its symbols must never be an earlier compile's.
+                key = uuid.uuid4().hex
+            entry = entry_path(key) if cache and installed and key else None
             model = None
             if entry is not None and entry.exists():
                 try:
                     model = load(entry)
                 except ByocError:
                     pass  # a damaged entry: compile again and replace it
+                else:
+                    for record in model.fallbacks:
+                        warn(str(record))  # as the first compile did
         if model is None:
-            model = compile_uncached(source, backends, key, entry, input_shapes)
+            model = compile_uncached(source, backends, key, entry, input_shapes, fallback)
     model.timings = {**stages.seconds, "total": stages.elapsed}
+    model.origin = (source, tuple(backends), input_shapes)
     return model
 
 
@@ -265,17 +316,15 @@ def compile_uncached(
     key: str | None = None,
     entry: Path | None = None,
     input_shapes: InputShapes | None = None,
+    fallback: bool = True,
 ) -> CompiledModule:
     """The whole pipeline, from source to a JIT-compiled CompiledModule.
 
     `key` (the cache key) names the symbols; `entry`, if given, is the cache
-    entry to write, whose weights blob the model then maps. Each backend's
-    codegen and the host's lowering run in threads of their own: the Python
-    of one overlaps the C compiler and LLVM of the others.
+    entry to write, whose weights blob the model then maps. Partitioning and
+    codegen repeat for the functions a backend fails on (runtime/fallback.py).
     """
-    from byoc.backends.host import host_module
-    from byoc.dialects.relay.constant import print_eliding_weights
-    from byoc.runtime.cache import module_digest
+    from byoc.runtime.fallback import generate
     from byoc.runtime.jit import JitModule
 
     with stage("import"):
@@ -287,46 +336,25 @@ def compile_uncached(
             [a.name_hint for a in main.body.block.args],
         )
         outputs = tensor_specs(main.function_type.outputs.data, "output")
+    del main
 
-    with stage("partition"):
-        partition_for(module, backends)
-        placement = placement_of(module)
-        partitioned_ir = print_eliding_weights(module)
-        # Symbols are named by the content (two models in one process never
-        # clash, the same model always gets the same names: its C is a hit).
-        digest = key or module_digest(module)
-        prefix = f"byoc_{digest[:12]}_"
-        rename_symbols(module, prefix, "main")
-        # A model of repeated blocks has repeated regions: each compiles once.
-        dedup_functions(module)
-        jobs = [(b, functions_of(module, b.name)) for b in backends]
-        jobs = [(b, functions) for b, functions in jobs if functions.ops.first is not None]
-        host = host_module(module)
-    del module, main
-
-    entry_name = f"{prefix}entry"
-    weights_symbol = f"{prefix}weights"
-    with ThreadPoolExecutor(len(jobs) + 1, thread_name_prefix="byoc-codegen") as pool:
-        host_code = pool.submit(
-            in_this_context(_host_code), host, f"{prefix}main", entry_name, weights_symbol
-        )
-        codegens = [pool.submit(in_this_context(_codegen), b, f) for b, f in jobs]
-        artifacts = [future.result() for future in codegens]
-        host_object, layout = host_code.result()
-
-    libraries = [lib for a in artifacts for lib in a.libraries]
+    built = generate(module, backends, fallback, key)
+    del module
+    libraries = [lib for a in built.artifacts for lib in a.libraries]
     with stage("host JIT"):
-        jit = JitModule(host_object, libraries)
+        jit = JitModule(built.host_object, libraries)
     model = CompiledModule(
         jit,
-        entry_name,
+        built.entry_name,
         inputs,
         outputs,
-        artifacts,
-        partitioned_ir,
-        placement,
-        weights_symbol=weights_symbol,
+        built.artifacts,
+        built.partitioned_ir,
+        built.placement,
+        weights_symbol=built.weights_symbol,
+        fallbacks=built.fallbacks,
     )
+    layout = built.layout
     blob = Blob.of_layout(layout) if layout.entries else None
     weights = None
     if entry is not None:
@@ -337,9 +365,92 @@ def compile_uncached(
     return model
 
 
-def _codegen(backend: Backend, functions: ModuleOp) -> Artifact:
+def partition_stage(
+    module: ModuleOp,
+    backends: Sequence[Backend],
+    key: str | None,
+    strict: bool = False,
+    exclude: Exclusions | None = None,
+) -> Partitioned:
+    """Partition `module` in place, name its symbols, merge repeated functions,
+    and split it into the backends' jobs and the host module."""
+    from byoc.backends.host import host_module
+    from byoc.dialects.relay.constant import print_eliding_weights
+    from byoc.runtime.cache import module_digest
+
+    with stage("partition"):
+        partition_for(module, backends, strict, exclude)
+        placement = placement_of(module)
+        partitioned_ir = print_eliding_weights(module)
+        # Symbols are named by the content (two models in one process never
+        # clash, the same model always gets the same names: its C is a hit).
+        digest = key or module_digest(module)
+        prefix = f"byoc_{digest[:12]}_"
+        rename_symbols(module, prefix, "main")
+        held = {
+            op.sym_name.data: (compiler.data, list(op.body.block.ops))
+            for op in module.ops
+            if isinstance(op, func.FuncOp)
+            and isinstance(compiler := op.attributes.get(COMPILER_ATTR), StringAttr)
+        }
+        # A model of repeated blocks has repeated regions: each compiles once.
+        merged = dedup_functions(module)
+        jobs = [(b, functions_of(module, b.name)) for b in backends]
+        jobs = [(b, functions) for b, functions in jobs if functions.ops.first is not None]
+        host = host_module(module)
+    return Partitioned(placement, partitioned_ir, prefix, held, merged, jobs, host)
+
+
+@dataclass
+class Partitioned:
+    """What `partition_stage` made of a module."""
+
+    placement: dict[str, int]
+    partitioned_ir: str
+    prefix: str
+    held: dict[str, tuple[str, list[Operation]]]
+    """Each outlined function's backend and ops, by symbol, before merging."""
+    merged: dict[str, str]
+    """Functions merged into an identical one: removed symbol -> kept symbol."""
+    jobs: list[tuple[Backend, ModuleOp]]
+    host: ModuleOp
+
+
+def codegen_stage(
+    parts: Partitioned,
+) -> tuple[list[Artifact], list[tuple[str, BackendError, str]], Any, Any]:
+    """Each backend's codegen and the host's lowering, in threads of their own
+    (the Python of one overlaps the C compiler and LLVM of the others).
+
+    Returns the artifacts, the functions whose codegen failed (symbol, error,
+    backend), and the host's object code and weights layout."""
+    from byoc.runtime.fallback import generate_functions
+
+    prefix = parts.prefix
+    with ThreadPoolExecutor(len(parts.jobs) + 1, thread_name_prefix="byoc-codegen") as pool:
+        host_code = pool.submit(
+            in_this_context(_host_code),
+            parts.host,
+            f"{prefix}main",
+            f"{prefix}entry",
+            f"{prefix}weights",
+        )
+        codegens = [
+            pool.submit(in_this_context(_codegen), b, f, generate_functions) for b, f in parts.jobs
+        ]
+        artifacts: list[Artifact] = []
+        failures: list[tuple[str, BackendError, str]] = []
+        for (backend, _), future in zip(parts.jobs, codegens):
+            made, broken = future.result()
+            artifacts += made
+            failures += [(f.sym_name.data, err, backend.name) for f, err in broken]
+        host_object, layout = host_code.result()
+    return artifacts, failures, host_object, layout
+
+
+def _codegen(backend: Backend, functions: ModuleOp, generate_functions: Any) -> Any:
     with stage(f"codegen {backend.name}"):
-        return run_codegen(backend, functions)
+        return generate_functions(backend, list(functions.ops))
 
 
 def _host_code(host: ModuleOp, main: str, entry: str, weights_symbol: str):  # noqa: ANN202

@@ -45,7 +45,8 @@ def byoc_fingerprint() -> str:
 
 
 def _backend_fingerprint(backend: Backend) -> str:
-    module = sys.modules.get(getattr(backend.codegen, "__module__", ""), None)
+    code = backend.codegen or backend.kernel_codegen
+    module = sys.modules.get(getattr(code, "__module__", ""), None)
     try:
         source = inspect.getsourcefile(module) if module else None
     except TypeError:

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import numpy as np
 from cffi import FFI
 
+from byoc.backends.errors import Fallback
 from byoc.backends.spec import ALLOCATION_FAILED, Artifact
 from byoc.frontend.diagnostics import ByocError
 from byoc.runtime.array_entry import ARGUMENTS_NEED_CONVERSION
@@ -96,6 +97,7 @@ class CompiledModule:
         placement: dict[str, int] | None = None,
         weights: Weights | None = None,
         weights_symbol: str = "",
+        fallbacks: Sequence[Fallback] = (),
     ):
         self.host = host
         """The host's machine code (it owns the memory the entry points into)."""
@@ -117,6 +119,12 @@ class CompiledModule:
         """Seconds of each stage of the compile that made this model (`byoc.compile`)."""
         if weights is not None:
             self.bind_weights(weights)
+        self.fallbacks = tuple(fallbacks)
+        """Functions a backend failed to generate, whose ops went elsewhere."""
+        self._partitioned: Any = None
+        self.origin: tuple[Any, tuple[Any, ...], Any] | None = None
+        """(source, backends, input_shapes) when `byoc.compile` made this model: `verify`
+        partitions the source again for the weights `partitioned_ir` elides."""
         self._n = len(self.inputs) + len(self.outputs)
         # Python looks `__call__` up on the type: a subclass of one model
         # makes the generated caller the call itself, with no wrapper frame.
@@ -187,10 +195,41 @@ class CompiledModule:
             f"error: the model takes {len(self.inputs)} arguments ({expected}); got {given}"
         )
 
-    def _fail(self, status: int) -> None:
+    def _rebind(self, given: tuple[Any, ...], rest: tuple[Any, ...], named: dict[str, Any]) -> Any:
+        """Call with keyword arguments (input names) or a wrong count: put each
+        argument in its place, or raise a ByocError saying what is wrong."""
+        if rest or not named:
+            self._arity(given + rest)
+        args = list(given)
+        index = {spec.name: i for i, spec in enumerate(self.inputs)}
+        for name, value in named.items():
+            i = index.get(name)
+            if i is None:
+                expected = ", ".join(str(s) for s in self.inputs) or "none"
+                raise ByocError(f"error: the model has no input '{name}' (its inputs: {expected})")
+            if args[i] is not _MISSING:
+                raise ByocError(f"error: input '{name}' is given twice (by position and by name)")
+            args[i] = value
+        missing = [self.inputs[i].name for i, a in enumerate(args) if a is _MISSING]
+        if missing:
+            expected = ", ".join(str(s) for s in self.inputs)
+            raise ByocError(
+                f"error: the model takes {len(self.inputs)} arguments ({expected}); "
+                f"missing {', '.join(missing)}"
+            )
+        return self(*args)
+
+    def _fail(self, status: int, args: tuple[Any, ...] = ()) -> None:
+        """A ByocError for a non-zero status: run function by function to name
+        the external function (and backend) that returned it."""
+        from byoc.runtime.verify import failing_function
+
+        found = failing_function(self, args) if len(args) == len(self.inputs) else None
+        if found is not None and found.status != ALLOCATION_FAILED:
+            raise found
         if status > 0 and status & ALLOCATION_FAILED:
             raise ByocError(self._allocation_failure())
-        raise ByocError(f"error: the compiled model failed (status {status})")
+        raise found or ByocError(f"error: the compiled model failed (status {status})")
 
     def _out_of_memory(self, err: MemoryError) -> None:
         raise ByocError(f"error: out of memory: {err or 'cannot allocate an array'}") from None
@@ -222,6 +261,49 @@ class CompiledModule:
             f"error: out of memory: {where} could not allocate a buffer of {size} bytes "
             f"({_human(size)})"
         )
+
+    def partitioned_module(self) -> Any:
+        """The partitioned relay IR as a module, with its weights (built once).
+
+        `partitioned_ir` elides large weights; a model from `byoc.compile` gets
+        them by partitioning its source again (checked to give the same IR)."""
+        if self._partitioned is None:
+            from byoc.dialects.relay.constant import ELIDED, print_eliding_weights
+            from byoc.frontend.parse import parse_text
+
+            if ELIDED not in self.partitioned_ir:
+                self._partitioned = parse_text(self.partitioned_ir, "<partitioned>")
+            elif self.origin is None:
+                raise ByocError(
+                    "error: this model's partitioned IR elides its weights and it was "
+                    "loaded from a file: compile it with byoc.compile to verify it"
+                )
+            else:
+                from byoc.runtime.build import load_source
+                from byoc.runtime.fallback import partition_again
+
+                source, backends, input_shapes = self.origin
+                module = load_source(source, input_shapes)
+                partition_again(module, backends, self.fallbacks)
+                if print_eliding_weights(module) != self.partitioned_ir:
+                    raise ByocError(
+                        "error: the model's source no longer partitions as it did when "
+                        "it was compiled: compile it again to verify it"
+                    )
+                self._partitioned = module
+        return self._partitioned
+
+    def verify(self, *inputs: Any, rtol: float = 1e-4, atol: float = 1e-5) -> list[Any]:
+        """Run the model on `inputs` and check each external function's outputs
+        against the reference interpreter on the inputs it received.
+
+        Raises ByocError naming the first function that disagrees (its backend
+        and its ops); returns a `FunctionCheck` per call otherwise."""
+        from byoc.runtime.verify import verify
+
+        if len(inputs) != len(self.inputs):
+            self._arity(inputs)
+        return verify(self, inputs, rtol, atol)
 
     def _host_function(self, name: str, signature: str) -> Any | None:
         """The host's function `name` as `signature`, or None if it has none (a
@@ -271,14 +353,17 @@ class CompiledModule:
         for j, spec in enumerate(self.outputs):
             env[f"os{j}"], env[f"od{j}"] = spec.shape, spec.dtype
         exec(self._slow_call_text(env, returned), env)  # noqa: S102 - generated from positions only
-        # Defaults and *rest catch a wrong number of arguments at the cost of
-        # one identity test, for a ByocError rather than Python's TypeError.
+        # Defaults, *rest and **named catch keyword arguments (input names) and
+        # a wrong number of arguments at the cost of one identity test, for a
+        # ByocError rather than Python's TypeError. The parameters are
+        # positional-only, so any keyword is an input's name.
         params = "".join(f", a{i}=M" for i in range(n_in))
         missing = f" or a{n_in - 1} is M" if n_in else ""
+        given = f"({args}{',' if n_in else ''})"
         lines = [
-            f"def call(self{params}, *rest):",
-            f"    if rest{missing}:",
-            f"        self._arity(({args}{',' if n_in else ''}) + rest)",
+            f"def call(self{params}, /, *rest, **named):",
+            f"    if rest or named{missing}:",
+            f"        return self._rebind({given}, rest, named)",
         ]
         fast = self._array_entry()
         if fast is not None:
@@ -292,7 +377,7 @@ class CompiledModule:
                 f"    status = fast({addresses})",
                 "    if status:",
                 f"        if status != {ARGUMENTS_NEED_CONVERSION}:",
-                "            fail(status)",
+                f"            fail(status, {given})",
                 f"        return slow({args})",
                 f"    return {returned}",
             ]
@@ -345,7 +430,8 @@ class CompiledModule:
             lines.append("    status = entry(b)")
         else:
             lines.append(f"    status = entry({', '.join(pointers)})")
-        lines += ["    if status:", "        fail(status)", f"    return {returned}"]
+        given = "".join(f"a{i}, " for i in range(n_in))
+        lines += ["    if status:", f"        fail(status, ({given}))", f"    return {returned}"]
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -39,6 +39,7 @@ from typing import IO, Any
 import numpy as np
 
 from byoc.backends import get_backend
+from byoc.backends.errors import Fallback, run_backend_code
 from byoc.backends.spec import Artifact
 from byoc.frontend.diagnostics import ByocError
 from byoc.runtime.compiled import CompiledModule, TensorSpec
@@ -143,6 +144,7 @@ def save(model: CompiledModule, path: str | PathLike[str], blob: Blob | None = N
             "size": blob.size,
             "checksum": blob.checksum,
         },
+        "fallbacks": [f.to_json() for f in model.fallbacks],
         "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()},
     }
     target = Path(path)
@@ -382,13 +384,13 @@ def load(path: str | PathLike[str]) -> CompiledModule:
             if entry.get("runtime"):
                 # The backend's runtime (e.g. a session) is rebuilt from its
                 # sources; only such models need the backend installed.
-                loader = get_backend(artifact.backend).load
-                if loader is None:
+                backend = get_backend(artifact.backend)
+                if backend.load is None:
                     raise ByocError(
                         f"{path}: error: backend '{artifact.backend}' cannot rebuild "
                         "its runtime"
                     )
-                loader(artifact)
+                run_backend_code(backend, "load", str(path), backend.load, artifact)
             artifacts.append(artifact)
         symbols = [s for a in artifacts for s in a.symbols]
         host = LoadedHost(members["host.o"], libraries, symbols)
@@ -408,6 +410,7 @@ def load(path: str | PathLike[str]) -> CompiledModule:
             {str(k): int(v) for k, v in manifest["placement"].items()},
             weights=weights,
             weights_symbol=symbol,
+            fallbacks=[Fallback.from_json(f) for f in manifest.get("fallbacks", [])],
         )
     except ByocError:
         raise

@@ -80,6 +80,29 @@ def _compiler_has_openmp(cc: str) -> bool:
     return True
 
 
+class CCompileError(ByocError):
+    """The C compiler rejected a source: `command` and the compiler's `output`.
+
+    Raised inside a backend's codegen, it is blamed on that backend
+    (backends/errors.py)."""
+
+    def __init__(self, command: str, output: str):
+        super().__init__(f"error: the C compiler rejected generated code:\n$ {command}\n{output}")
+        self.command = command
+        self.output = output
+
+
+def with_openmp(
+    source: str, flags: tuple[str, ...], libraries: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`flags` and `libraries` plus `openmp_flags()` when `source` has an OpenMP
+    pragma and they lack it: C from `generate_c` compiles as given."""
+    if "#pragma omp" not in source or any(f in flags for f in OPENMP):
+        return flags, libraries
+    openmp = openmp_flags()
+    return (*flags, *openmp), (*openmp, *libraries)
+
+
 def compiler() -> str:
     """The C compiler: `$CC`, else `cc`."""
     return os.environ.get("CC", "cc")
@@ -121,9 +144,11 @@ def compile_shared(
     """Compile C `source` into a shared object and return its path (cached).
 
     The default optimisation flags in `flags` are replaced by
-    `$BYOC_CFLAGS` when it is set; the warning flags always stay.
+    `$BYOC_CFLAGS` when it is set; the warning flags always stay. A source
+    with `#pragma omp` is compiled and linked with `openmp_flags()`.
     """
     cc = compiler()
+    flags, libraries = with_openmp(source, flags, libraries)
     flags = _effective_flags(flags)
     key = hashlib.sha256(
         "\0".join(
@@ -171,16 +196,14 @@ def _effective_flags(flags: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _run_compiler(cmd: list[str]) -> None:
-    """Run the C compiler (waiting for a free core); its errors are a byoc bug."""
+    """Run the C compiler (waiting for a free core); inside a backend's codegen
+    its errors are the backend's (backends/errors.py)."""
     from byoc.runtime.progress import stage
 
     with _SLOTS, stage("C compile"):
         proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise ByocError(
-            "error: the C compiler rejected generated code (a byoc bug):\n"
-            f"$ {' '.join(cmd)}\n{proc.stderr.strip()}"
-        )
+        raise CCompileError(" ".join(cmd), proc.stderr.strip())
 
 
 def _make_directory(directory: Path) -> None:

@@ -232,6 +232,17 @@ def c_float32_literals(values: np.ndarray) -> list[str]:
     return out
 
 
+def c_array(name: str, data: np.ndarray) -> str:
+    """`static const float name[N] = {...};` holding `data` (float32 or float64)
+    exactly, for a backend that copies a constant into its C."""
+    array = np.asarray(data)
+    if array.dtype not in (np.float32, np.float64):
+        raise CEmissionError(f"no C array for {array.dtype} constants")
+    typ, float_type = ("float", Float32Type()) if array.dtype == np.float32 else ("double", Float64Type())
+    values = ", ".join(c_float_literal(float(x), float_type) for x in array.ravel().tolist())
+    return f"static const {typ} {c_identifier(name)}[{max(array.size, 1)}] = {{{values}}};"
+
+
 def c_int_literal(value: int, int_type: Attribute) -> str:
     """A C literal for `value` of an integer type (wrapped to the type's width)."""
     if isinstance(int_type, IntegerType):

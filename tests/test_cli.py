@@ -179,7 +179,7 @@ def test_run_rejects_inputs_of_the_wrong_shape(write, tmp_path):
     inputs = tmp_path / "in.npz"
     np.savez(inputs, **{k: np.zeros((10, 9), np.float32) for k in "abcd"})
     proc = run("byoc-run", path, "--inputs", inputs)
-    assert_clean_failure(proc, "argument 0 (a) has shape (10, 9); expected (10, 10)")
+    assert_clean_failure(proc, "array 'a' has shape (10, 9); the input takes (10, 10)")
 
 
 def test_run_rejects_a_corrupt_npz(write, tmp_path):
@@ -187,3 +187,102 @@ def test_run_rejects_a_corrupt_npz(write, tmp_path):
     inputs = tmp_path / "in.npz"
     inputs.write_bytes(b"PK\x03\x04 not really a zip")
     assert_clean_failure(run("byoc-run", path, "--inputs", inputs), "cannot read the inputs")
+
+
+@pytest.mark.parametrize(
+    "arrays, needle",
+    [
+        ({"a": 0, "b": 0, "c": 0}, "no array for d"),
+        ({"a": 0, "b": 0, "c": 0, "d": 0, "e": 0}, "arrays e match no input"),
+        ({"arr_0": 0, "arr_1": 0, "arr_2": 0, "arr_3": 0}, "no array for a, b, c, d; arrays arr_0"),
+        ({"a": 0, "b": 0, "c": 0, "d": np.float64}, "array 'd' has dtype float64; the input takes float32"),
+        ({"a": 0, "b": 0, "c": 0, "d": np.int32}, "array 'd' has dtype int32"),
+    ],
+    ids=["missing", "extra", "unnamed", "float64", "int32"],
+)
+def test_run_inputs_are_strict_and_checked_before_compiling(write, tmp_path, arrays, needle):
+    path = write(TANH_CHAIN)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, **{k: np.zeros((10, 10), v or np.float32) for k, v in arrays.items()})
+    proc = run("byoc-run", path, "--inputs", inputs)
+    assert_clean_failure(proc, f"{inputs}: ", needle, "(@main takes a: 10x10xfloat32" if "array '" not in needle else "")
+    assert "compiling" not in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        ("npy", "is an .npy file (one unnamed array); --inputs takes an .npz"),
+        ("text", "is not an .npz file; --inputs takes an .npz"),
+        ("pickle", "array 'a' holds Python objects"),
+    ],
+)
+def test_run_inputs_of_another_kind_get_our_message(write, tmp_path, content, needle):
+    path = write(TANH_CHAIN)
+    inputs = tmp_path / "in.npz"
+    if content == "npy":
+        with open(inputs, "wb") as f:
+            np.save(f, np.zeros((10, 10), np.float32))
+    elif content == "text":
+        inputs.write_text("a = [1, 2, 3]\n")
+    else:
+        np.savez(inputs, a=np.array([{"x": 1}], dtype=object))
+    proc = run("byoc-run", path, "--inputs", inputs)
+    assert_clean_failure(proc, needle)
+    assert "context manager" not in proc.stderr and "pickled" not in proc.stderr
+
+
+def test_partition_without_annotate_annotates_for_the_default_backend():
+    plain = run("byoc-opt", GUIDE, "--partition")
+    explicit = run("byoc-opt", GUIDE, "--annotate=ccompiler", "--partition")
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == explicit.stdout and "extern.call @ccompiler_0" in plain.stdout
+    merged = run("byoc-opt", GUIDE, "--merge")
+    assert merged.returncode == 0 and "extern.region" in merged.stdout
+
+
+CNN_LIKE = """\
+func.func @main(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> tensor<1x4x6x6xf32> {
+  %0 = relay.nn.conv2d %x, %w : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  %1 = relay.nn.bias_add %0, %b {axis = 1 : i64} : (tensor<1x4x6x6xf32>, tensor<4xf32>) -> tensor<1x4x6x6xf32>
+  %2 = relay.nn.relu %1 : (tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  %3 = relay.tanh %2 : (tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  func.return %3 : tensor<1x4x6x6xf32>
+}
+"""
+
+
+def test_report_without_partition_tells_the_truth(write):
+    """Ops a composite took are the composite's, not 'unsupported'; nothing is 'pruned'."""
+    path = write(CNN_LIKE)
+    proc = run("byoc-opt", path, "--annotate=cblas,ccompiler", "-t", "report")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "# not partitioned: ops are only annotated" in out
+    assert "backend cblas: 0 function(s), 3 op(s)" in out
+    assert "relay.nn.bias_add" in out and "[cblas.conv2d_bias_relu]" in out
+    assert "does not support relay.nn.bias_add" not in out and "pruned" not in out
+    assert "host: 1 op(s)" in out and "relay.tanh" in out
+    merged = run("byoc-opt", path, "--annotate=cblas,ccompiler", "--merge", "-t", "report")
+    assert "region 0 (not outlined): 3 op(s)" in merged.stdout and "pruned" not in merged.stdout
+
+
+def test_report_names_pruning_only_when_it_happened(write):
+    path = write(CNN_LIKE)
+    proc = run("byoc-opt", path, "--annotate=cblas", "--partition", "--min-region-size=4", "-t", "report")
+    assert proc.returncode == 0, proc.stderr
+    assert "pruned: cblas takes it, but its region had fewer than 4 ops" in proc.stdout
+    assert "relay.tanh" in proc.stdout and "unsupported: cblas does not support relay.tanh" in proc.stdout
+
+
+def test_opt_help_leads_with_byocs_own_passes_targets_and_flags():
+    proc = run("byoc-opt", "--help")
+    assert proc.returncode == 0
+    text = proc.stdout
+    assert "xDSL modular optimizer driver" not in text
+    first = {name: text.index(name) for name in ("byoc-annotate", "byoc-outline-regions", "report", "--annotate", "--partition", "--debug")}
+    upstream = text.index("upstream xDSL passes")
+    assert all(at < upstream for at in first.values()), first
+    assert text.index("apply-pdl") > upstream  # an upstream pass, in its own section
+    assert "Outlines every `extern.region`" in text
+    assert text.index("--annotate") < text.index("--print-op-generic")

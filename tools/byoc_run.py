@@ -1,12 +1,15 @@
 """byoc-run: compile a model, run it on arrays, and optionally check it.
 
     byoc-run model.mlir --annotate=ccompiler --check
+    byoc-run model.mlir --annotate=mybackend,ccompiler --check=functions
     byoc-run model.mlir --inputs in.npz --output out.npz
     byoc-run model.onnx --input-shape x=1,3,224,224 --check
 
 Without --inputs, inputs are seeded random normal arrays. --check compares the
-results with the numpy reference interpreter and exits with status 1 on a
-mismatch.
+results with the numpy reference interpreter (and onnxruntime for .onnx);
+--check=functions compares each external function with the reference on the
+inputs it received, naming the first that disagrees. Either exits with
+status 1 on a mismatch.
 """
 
 from __future__ import annotations
@@ -24,10 +27,16 @@ import numpy as np
 
 from byoc.backends import DEFAULT_BACKEND
 from byoc.frontend.diagnostics import ByocError
-from byoc.runtime.build import compile, load_source
-from byoc.runtime.compiled import CompiledModule
+from byoc.runtime.build import compile, load_source, main_function, tensor_specs
+from byoc.runtime.compiled import CompiledModule, TensorSpec
 from byoc.runtime.reference import run_reference
-from byoc.tools.common import add_input_shape_argument, input_shapes, run_cli
+from byoc.tools.common import (
+    add_debug_argument,
+    add_input_shape_argument,
+    apply_debug,
+    input_shapes,
+    run_cli,
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -45,12 +54,29 @@ def parser() -> argparse.ArgumentParser:
         f"{DEFAULT_BACKEND}; empty: host only)",
     )
     add_input_shape_argument(p)
-    p.add_argument("--inputs", help=".npz with one array per input of @main")
+    p.add_argument(
+        "--inputs",
+        metavar="NPZ",
+        help=".npz with one array per input of @main, named as the inputs "
+        "(np.savez(path, a=..., b=...)), of their exact shapes and dtypes",
+    )
     p.add_argument("--output", help="write the results to this .npz")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs")
     p.add_argument(
-        "--check", action="store_true", help="compare with the reference interpreter"
+        "--check",
+        nargs="?",
+        const="outputs",
+        choices=("outputs", "functions"),
+        help="compare with the reference interpreter: the model's outputs "
+        "(--check), or each external function on its own inputs (--check=functions)",
     )
+    p.add_argument(
+        "--no-fallback",
+        action="store_true",
+        help="fail instead of running on the host or another backend what a "
+        "backend declines or fails to generate code for",
+    )
+    add_debug_argument(p)
     p.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of --check")
     p.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance of --check")
     p.add_argument(
@@ -65,28 +91,83 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def load_inputs(path: str | None, model: CompiledModule, seed: int) -> list[np.ndarray]:
-    """Arrays for @main's inputs: from an .npz (by name, else in order) or random."""
-    if path is None:
-        rng = np.random.default_rng(seed)
-        try:
-            return [rng.standard_normal(s.shape).astype(s.dtype) for s in model.inputs]
-        except MemoryError as err:
-            raise ByocError(f"error: out of memory making random inputs: {err}") from None
+NPZ_MAGIC = b"PK\x03\x04"
+NPY_MAGIC = b"\x93NUMPY"
+
+
+def read_inputs(path: str, specs: Sequence[TensorSpec]) -> list[np.ndarray]:
+    """Arrays for @main's inputs from an .npz, by name, each of its input's exact
+    shape and dtype; anything else is a ByocError naming the file and the array."""
+    where = f"error: {path}"
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+    except OSError as err:
+        raise ByocError(f"{where}: cannot read the inputs: {err.strerror or err}") from None
+    usage = "--inputs takes an .npz with one array per input, by name (np.savez(path, a=..., b=...))"
+    if magic.startswith(NPY_MAGIC):
+        raise ByocError(f"{where}: is an .npy file (one unnamed array); {usage}")
+    if not magic.startswith(NPZ_MAGIC):
+        raise ByocError(f"{where}: is not an .npz file; {usage}")
+    arrays: dict[str, np.ndarray] = {}
     try:
         with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
+            for name in data.files:
+                try:
+                    arrays[name] = data[name]
+                except ValueError as err:
+                    if "allow_pickle" in str(err):
+                        raise ByocError(
+                            f"{where}: array '{name}' holds Python objects; inputs are "
+                            "numeric arrays"
+                        ) from None
+                    raise
+    except ByocError:
+        raise
     except Exception as err:
-        raise ByocError(f"error: {path}: cannot read the inputs: {err}") from None
-    names = [s.name for s in model.inputs]
-    if all(n in arrays for n in names):
-        return [arrays[n] for n in names]
-    if len(arrays) != len(names):
-        raise ByocError(
-            f"error: {path}: has arrays {sorted(arrays)}; @main takes "
-            f"{len(names)} inputs ({', '.join(names)})"
-        )
-    return list(arrays.values())
+        raise ByocError(f"{where}: cannot read the inputs: {err}") from None
+    names = [s.name for s in specs]
+    expected = ", ".join(str(s) for s in specs) or "none"
+    missing = [n for n in names if n not in arrays]
+    extra = [n for n in arrays if n not in names]
+    if missing or extra:
+        problems = []
+        if missing:
+            problems.append(f"no array for {', '.join(missing)}")
+        if extra:
+            problems.append(f"arrays {', '.join(extra)} match no input")
+        raise ByocError(f"{where}: {'; '.join(problems)} (@main takes {expected})")
+    for spec in specs:
+        array = arrays[spec.name]
+        if array.dtype != spec.dtype:
+            raise ByocError(
+                f"{where}: array '{spec.name}' has dtype {array.dtype}; the input takes "
+                f"{spec.dtype} (convert it with .astype(np.{spec.dtype}))"
+            )
+        if array.shape != spec.shape:
+            raise ByocError(
+                f"{where}: array '{spec.name}' has shape {array.shape}; the input takes "
+                f"{spec.shape}"
+            )
+    return [arrays[n] for n in names]
+
+
+def input_specs(path: str, shapes: dict[str, list[int]] | None = None) -> list[TensorSpec]:
+    """The inputs of a model's @main (ONNX inputs pinned by `shapes`), read
+    without compiling it."""
+    main = main_function(load_source(path, shapes))
+    return tensor_specs(
+        main.function_type.inputs.data, "input", [a.name_hint for a in main.body.block.args]
+    )
+
+
+def random_inputs(model: CompiledModule, seed: int) -> list[np.ndarray]:
+    """Seeded random normal arrays, one per input."""
+    rng = np.random.default_rng(seed)
+    try:
+        return [rng.standard_normal(s.shape).astype(s.dtype) for s in model.inputs]
+    except MemoryError as err:
+        raise ByocError(f"error: out of memory making random inputs: {err}") from None
 
 
 def stage_table(timings: dict[str, float]) -> str:
@@ -104,6 +185,7 @@ def partition_summary(model: CompiledModule) -> str:
         for a in model.artifacts
     ]
     lines.append(f"  host: {model.placement.get('host', 0)} op(s)")
+    lines += [f"  fallback: {f}" for f in model.fallbacks]
     return "\n".join(lines)
 
 
@@ -187,17 +269,25 @@ ONNXRUNTIME_TIMEOUT = 600
 
 
 def run(args: argparse.Namespace) -> int:
+    apply_debug(args)
     targets = [t for t in args.annotate.split(",") if t.strip()]
+    shapes = input_shapes(args.input_shape)
+    given = read_inputs(args.inputs, input_specs(args.file, shapes)) if args.inputs else None
     print(f"compiling {args.file} for {', '.join(targets) or 'the host only'} ...", flush=True)
     started = time.perf_counter()
-    shapes = input_shapes(args.input_shape)
-    model = compile(args.file, targets=targets, quiet=args.quiet, input_shapes=shapes)
+    model = compile(
+        args.file,
+        targets=targets,
+        quiet=args.quiet,
+        input_shapes=shapes,
+        fallback=not args.no_fallback,
+    )
     compiled_in = time.perf_counter() - started
     print(f"compiled in {compiled_in:.2f} s")
     if args.timings:
         print(stage_table(model.timings))
     print(partition_summary(model))
-    inputs = load_inputs(args.inputs, model, args.seed)
+    inputs = given if given is not None else random_inputs(model, args.seed)
     outputs = model(*inputs)
     results = list(outputs) if isinstance(outputs, tuple) else [outputs]
     for spec, value in zip(model.outputs, results):
@@ -211,7 +301,13 @@ def run(args: argparse.Namespace) -> int:
             model(*inputs)
             times.append(time.perf_counter() - t0)
         print(f"median latency over {args.runs} runs: {np.median(times) * 1e6:.1f} us")
-    if args.check:
+    if args.check == "functions":
+        print("checking each external function against the reference ...", flush=True)
+        checks = model.verify(*inputs, rtol=args.rtol, atol=args.atol)
+        for check in checks:
+            print(f"  {check}")
+        print(f"check: {len(checks)} external function call(s) and the outputs match the reference")
+    elif args.check:
         print("checking against the reference interpreter ...", flush=True)
         ok = compare("the reference", results, run_reference(load_source(args.file, shapes), inputs), args, model)
         if str(args.file).endswith(".onnx"):

@@ -11,8 +11,16 @@ import sys
 from collections.abc import Sequence
 
 from byoc.backends import DEFAULT_BACKEND, parse_targets
-from byoc.runtime.build import functions_of, load_source, partition_for
-from byoc.tools.common import add_input_shape_argument, input_shapes, run_cli, write_text
+from byoc.backends.errors import run_backend_code
+from byoc.runtime.build import describe_functions, functions_of, load_source, partition_for
+from byoc.tools.common import (
+    add_debug_argument,
+    add_input_shape_argument,
+    apply_debug,
+    input_shapes,
+    run_cli,
+    write_text,
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -53,6 +61,7 @@ def parser() -> argparse.ArgumentParser:
     )
     add_input_shape_argument(p)
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    add_debug_argument(p)
     return p
 
 
@@ -65,10 +74,12 @@ def translate(args: argparse.Namespace) -> str:
         functions = functions_of(module, backend.name)
         if functions.ops.first is None:
             continue
-        if backend.source is None:
+        where = describe_functions(functions)
+        text = run_backend_code(backend, "source", where, backend.show, functions)
+        if text is None:
             parts.append(f"// backend '{backend.name}' does not generate C\n")
         else:
-            parts.append(f"// backend: {backend.name}\n{backend.source(functions)}")
+            parts.append(f"// backend: {backend.name}\n{text}")
     if not parts:
         return "// no external functions: every op runs on the host\n"
     return "\n".join(parts)
@@ -93,6 +104,7 @@ def emit_library(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     def body() -> None:
         args = parser().parse_args(argv)
+        apply_debug(args)
         if args.emit_library:
             emit_library(args)
             return

@@ -3,18 +3,36 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from byoc.backends import DEFAULT_BACKEND
+from byoc.backends.errors import debug_enabled, install_warning_format
 from byoc.frontend.diagnostics import format_parse_error
+
+
+def add_debug_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """`--debug`: a backend's failure (or byoc's own) shows its traceback."""
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the Python traceback of a failure inside a backend (as BYOC_DEBUG=1)",
+    )
+
+
+def apply_debug(args: argparse.Namespace) -> None:
+    """Honour `--debug` for everything that runs after parsing."""
+    if getattr(args, "debug", False):
+        os.environ["BYOC_DEBUG"] = "1"
 
 
 def add_partition_arguments(parser: argparse.ArgumentParser) -> None:
     """`--annotate[=a,b]`, `--merge`, `--partition`."""
-    group = parser.add_argument_group("partitioning")
+    group = parser.add_argument_group("partitioning (byoc)")
     group.add_argument(
         "--annotate",
         nargs="?",
@@ -27,12 +45,14 @@ def add_partition_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--merge",
         action="store_true",
-        help="merge marked neighbouring ops into extern.regions",
+        help="merge marked neighbouring ops into extern.regions (annotates for "
+        f"{DEFAULT_BACKEND} first when --annotate is not given)",
     )
     group.add_argument(
         "--partition",
         action="store_true",
-        help="merge, then outline each region into a function",
+        help="merge, then outline each region into a function (annotates for "
+        f"{DEFAULT_BACKEND} first when --annotate is not given)",
     )
     group.add_argument(
         "--no-fallback",
@@ -81,8 +101,13 @@ def input_shapes(specs: Sequence[str]) -> dict[str, list[int]] | None:
 
 
 def graph_passes(args: argparse.Namespace) -> list[str]:
-    """The pass pipeline the partitioning flags ask for."""
+    """The pass pipeline the partitioning flags ask for.
+
+    `--merge`/`--partition` without `--annotate` annotate for the default
+    backend first (ops annotated by hand keep their `extern.target`)."""
     passes: list[str] = []
+    if args.annotate is None and (args.partition or args.merge):
+        args.annotate = DEFAULT_BACKEND
     if args.annotate is not None:
         # As byoc.compile: QDQ units become quantized ops before annotation.
         passes.append("byoc-fake-quantization-to-integer")
@@ -107,6 +132,7 @@ def write_text(text: str, path: str | None) -> None:
 
 def run_cli(body: Callable[[], object]) -> int:
     """Run a CLI body; bad input becomes one message on stderr and exit status 1."""
+    install_warning_format()
     try:
         body()
     except ParseError as err:
@@ -125,7 +151,9 @@ def run_cli(body: Callable[[], object]) -> int:
         return 0
     except SystemExit as err:  # argparse: --help is 0, a bad option is 1
         return 0 if err.code in (0, None) else 1
-    except Exception as err:  # never a traceback for the user
+    except Exception as err:  # never a traceback for the user, unless asked
         print(f"error: internal compiler error: {type(err).__name__}: {err}", file=sys.stderr)
+        if debug_enabled():
+            traceback.print_exception(type(err), err, err.__traceback__, file=sys.stderr)
         return 1
     return 0

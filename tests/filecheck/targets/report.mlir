@@ -7,7 +7,7 @@
 // CHECK-NEXT:     relay.multiply  {{.*}}report.mlir:27:3
 // CHECK-NEXT:     relay.subtract  {{.*}}report.mlir:28:3
 // CHECK-NEXT: host: 2 op(s)
-// CHECK-NEXT:   relay.add  {{.*}}report.mlir:25:3  pruned: its region was smaller than min-region-size
+// CHECK-NEXT:   relay.add  {{.*}}report.mlir:25:3  pruned: ccompiler takes it, but its region had fewer than 2 ops (--min-region-size)
 // CHECK-NEXT:   relay.tanh  {{.*}}report.mlir:26:3  unsupported: ccompiler does not support relay.tanh
 
 // DOT:      digraph byoc {
