@@ -9,7 +9,16 @@ from functools import cache
 from importlib.metadata import entry_points
 
 from byoc.backends.errors import BackendError, origin, register_origin
-from byoc.backends.kernel import Constant, Kernel, KernelOp, Value, kernel_of, kernels_of, op_view
+from byoc.backends.kernel import (
+    Constant,
+    Kernel,
+    KernelOp,
+    Value,
+    kernel_of,
+    kernels_for,
+    kernels_of,
+    op_view,
+)
 from byoc.backends.spec import Artifact, Backend, Check, Composite, always
 from byoc.frontend.diagnostics import ByocError
 
@@ -27,6 +36,7 @@ __all__ = [
     "available_backends",
     "get_backend",
     "kernel_of",
+    "kernels_for",
     "kernels_of",
     "op_view",
     "origin_of",

@@ -198,3 +198,19 @@ def kernels_of(functions: ModuleOp | Sequence[func.FuncOp]) -> list[Kernel]:
     """The kernel view of every function of `functions` (what a codegen receives)."""
     ops = functions.ops if isinstance(functions, ModuleOp) else functions
     return [kernel_of(f) for f in ops if isinstance(f, func.FuncOp) and f.body.blocks]
+
+
+def kernels_for(source: Any, targets: Any) -> dict[str, list[Kernel]]:
+    """The kernels each backend of `targets` would receive when `source` (a
+    model as `byoc.compile` takes it) is partitioned for `targets`, by backend
+    name, without compiling anything: what a backend author looks at first.
+
+    `byoc.compile` then prefixes each symbol with `byoc_<hash>_` and may merge
+    identical functions, or split a very long one, before calling codegen."""
+    from byoc.backends import parse_targets
+    from byoc.runtime.build import functions_of, load_source, partition_for
+
+    backends = parse_targets(targets)
+    module = load_source(source)
+    partition_for(module, backends)
+    return {b.name: kernels_of(functions_of(module, b.name)) for b in backends}
