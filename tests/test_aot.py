@@ -204,16 +204,29 @@ int main(int argc, char** argv) {
 """
 
 
-def test_tour_library_runs_from_a_copy_with_no_build_paths(tmp_path):
-    """The README tour's model on cblas: the library and the OpenBLAS it ships
-    run from another directory, and name no path of the build machine."""
+def tour_model() -> Path:
+    """The README tour's model: SqueezeNet from the onnx wheel (`byoc-models squeezenet`)."""
+    from byoc.frontend.onnx.shipped import light_model_path
+
+    return light_model_path("squeezenet")
+
+
+@pytest.mark.parametrize(
+    "model_path",
+    [lambda: Path(__file__).parent.parent / "examples" / "cnn.onnx", tour_model],
+    ids=["cnn", "squeezenet-tour"],
+)
+def test_tour_library_runs_from_a_copy_with_no_build_paths(tmp_path, model_path):
+    """The README tour's model (and the small CNN of examples/) on cblas: the
+    library and the OpenBLAS it ships run from another directory, and name no
+    path of the build machine."""
     import shutil
 
     from byoc.runtime.elf import dynamic_entries
 
     built = tmp_path / "built"
     built.mkdir()
-    cnn = Path(__file__).parent.parent / "examples" / "cnn.onnx"
+    cnn = model_path()
     proc = emit_library(cnn, built, "--annotate=cblas,ccompiler")
     assert proc.returncode == 0, proc.stderr
     shipped = tmp_path / "elsewhere" / "lib"
@@ -240,12 +253,15 @@ def test_tour_library_runs_from_a_copy_with_no_build_paths(tmp_path):
         text=True,
     )
     assert build.returncode == 0, build.stderr
-    x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    module = byoc.runtime.build.load_source(str(cnn))
+    main = byoc.runtime.build.main_function(module)
+    [x_type] = main.function_type.inputs.data
+    x = np.random.default_rng(0).standard_normal(tuple(x_type.get_shape())).astype(np.float32)
     x.tofile(tmp_path / "x.bin")
     run = subprocess.run([str(program), str(tmp_path / "x.bin")], env={}, capture_output=True, text=True, cwd="/")
     assert run.returncode == 0, run.stderr
-    got = np.array([float(v) for v in run.stdout.split()], np.float32).reshape(1, 10)
-    want = byoc.run_reference(byoc.runtime.build.load_source(str(cnn)), [x])[0]
+    want = byoc.run_reference(module, [x])[0]
+    got = np.array([float(v) for v in run.stdout.split()], np.float32).reshape(want.shape)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
