@@ -451,3 +451,26 @@ def test_identical_functions_merged_by_dedup_verify_and_fall_back_together():
         fallen = byoc.compile(REPEATED, targets=[raising_backend("relay.multiply"), "ccompiler"])
     assert fallen.placement == {"ccompiler": 2, "host": 2}
     np.testing.assert_allclose(fallen(x, x), byoc.run_reference(load_source(REPEATED), [x, x])[0], rtol=1e-6)
+
+
+def test_verify_an_onnx_model_pinned_by_input_shapes():
+    """verify partitions the source again as it was compiled: an ONNX model
+    with a symbolic batch needs its pins then too."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.random.default_rng(2).standard_normal((64, 64)).astype(np.float32)  # elided
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"]), helper.make_node("Relu", ["y"], ["z"])],
+        "pinned",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["batch", 64])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    compiled = byoc.compile(model, targets=["ccompiler"], input_shapes={"x": [3, 64]})
+    assert "__elided__" in compiled.partitioned_ir
+    x = np.random.default_rng(3).standard_normal((3, 64)).astype(np.float32)
+    checks = compiled.verify(x)
+    assert checks and all(c.ok for c in checks)
+    np.testing.assert_allclose(compiled(x), np.maximum(x @ w, 0), rtol=1e-4, atol=1e-4)
