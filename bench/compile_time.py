@@ -1,0 +1,266 @@
+"""Compile time: real models cold and cached next to onnxruntime, and growth with graph size.
+
+Part 1, the light architectures of the onnx wheel with random weights (see
+real_models.py), each in fresh processes:
+
+- cold: `byoc.compile` with an empty cache, for `cblas,ccompiler` and host
+  only (`[]`), with the stages that took longest and the peak memory (RSS)
+  of the process (and of the largest C compiler child);
+- cached: `byoc.compile` of the same file in a new process;
+- load: `byoc.load` of the saved model;
+- ort: `onnxruntime.InferenceSession` on the same file.
+
+Every figure is timed after `import byoc` (or `import onnxruntime`); with
+`--repeat N` the contenders alternate N times and the table shows medians
+(minimums in brackets).
+
+Part 2, chains and diamonds (bench/partition_scaling.py's graphs: add for
+ccompiler, tanh on the host) of 1k to 32k ops, compiled host-only and with
+ccompiler, each run once and checked against the numpy reference; the
+growth per doubling; and one 100k-op chain.
+
+Goals (issue 14): ResNet-50 <= 3 s, DenseNet-121 <= 4 s, VGG-19 <= 8 s cold
+with cblas,ccompiler (peak memory <= 2x the file), host-only within 1.5x;
+cached <= 0.3 s; load of VGG-19 <= 1 s; doubling <= 2.2x, 32k ops <= 60 s.
+
+    python bench/compile_time.py                       # everything (~15 min)
+    python bench/compile_time.py --models resnet50,vgg19 --no-graphs
+    python bench/compile_time.py --no-models --max 8000 --huge 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_MODELS = "resnet50,densenet121,inception_v2,vgg19,shufflenet,squeezenet"
+TARGET_SETS = {"cblas,ccompiler": ["cblas", "ccompiler"], "host": []}
+
+
+# --- The worker: one measurement in a fresh process ------------------------------
+
+
+def _peaks() -> tuple[float, float]:
+    """Peak RSS of this process and of its largest child so far, in MB."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return own, child
+
+
+def work(task: dict) -> dict:
+    kind = task["kind"]
+    if kind == "ort":
+        import onnxruntime as ort
+
+        ort.set_default_logger_severity(3)
+        start = time.perf_counter()
+        ort.InferenceSession(task["path"], providers=["CPUExecutionProvider"])
+        return {"seconds": time.perf_counter() - start, "peak": _peaks()[0]}
+    os.environ["BYOC_CACHE_DIR"] = task["cache"]
+    import numpy as np
+
+    import byoc
+
+    if kind == "load":
+        start = time.perf_counter()
+        byoc.load(task["saved"])
+        return {"seconds": time.perf_counter() - start, "peak": _peaks()[0]}
+    if kind in ("cold", "cached"):
+        start = time.perf_counter()
+        model = byoc.compile(task["path"], targets=task["targets"], quiet=True)
+        seconds = time.perf_counter() - start
+        if task.get("saved"):
+            model.save(task["saved"])
+        own, child = _peaks()
+        return {"seconds": seconds, "timings": model.timings, "peak": own, "cc_peak": child}
+    # A chain or a diamond of n ops.
+    sys.path.insert(0, str(HERE))
+    import partition_scaling
+
+    from byoc.runtime.reference import run_reference
+
+    module = getattr(partition_scaling, task["graph"])(task["n"])
+    start = time.perf_counter()
+    model = byoc.compile(module, targets=task["targets"], cache=False, quiet=True)
+    seconds = time.perf_counter() - start
+    x = np.random.default_rng(0).uniform(-1, 1, 16).astype(np.float32)
+    start = time.perf_counter()
+    got = model(x)
+    run = time.perf_counter() - start
+    want = run_reference(module, [x])[0]
+    ok = bool(np.allclose(got, want, rtol=1e-4, atol=1e-5))
+    return {"seconds": seconds, "timings": model.timings, "run": run, "ok": ok, "peak": _peaks()[0]}
+
+
+def measure(task: dict) -> dict:
+    """Run `task` in a fresh Python; its result, or {"error": ...}."""
+    proc = subprocess.run(
+        [sys.executable, __file__, "--worker", json.dumps(task)],
+        capture_output=True, text=True,
+    )
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        return {"error": tail[:100]}
+    return json.loads(lines[-1])
+
+
+# --- Part 1: real models ---------------------------------------------------------
+
+
+def model_file(name: str, folder: Path) -> Path:
+    """light_<name>.onnx with random weights (seed 0), written once into `folder`."""
+    path = folder / f"{name}-random.onnx"
+    if not path.exists():
+        import onnx
+
+        import real_models
+
+        model = real_models.with_random_weights(onnx.load(real_models.light_model_path(name)))
+        tmp = path.with_suffix(".tmp")
+        onnx.save(model, tmp)
+        tmp.replace(path)
+    return path
+
+
+def _stat(values: list[float]) -> str:
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.median(values):.2f} ({min(values):.2f})"
+
+
+def _top_stages(timings: dict[str, float], count: int = 4) -> str:
+    stages = sorted(((s, n) for n, s in timings.items() if n != "total"), reverse=True)
+    return ", ".join(f"{n} {s:.2f}" for s, n in stages[:count])
+
+
+def bench_models(names: list[str], folder: Path, repeat: int) -> None:
+    print(f"Real models (random weights), seconds; median (min) of {repeat}; peak RSS in MB")
+    header = (
+        f"{'model':13} {'MB':>5} {'targets':16} {'cold s':>12} {'cached s':>12} {'load s':>7} "
+        f"{'ort s':>7} {'peak':>6} {'cc peak':>7}  slowest stages (cold)"
+    )
+    print(header)
+    print("-" * len(header))
+    for name in names:
+        path = model_file(name, folder)
+        size = path.stat().st_size / 1e6
+        for label, targets in TARGET_SETS.items():
+            cold: list[float] = []
+            cached: list[float] = []
+            loads: list[float] = []
+            orts: list[float] = []
+            peak = cc_peak = 0.0
+            timings: dict[str, float] = {}
+            error = None
+            for _ in range(repeat):
+                cache = tempfile.mkdtemp(prefix="byoc-bench-cache-")
+                saved = str(Path(cache) / "model.byoc")
+                try:
+                    base = {"path": str(path), "targets": targets, "cache": cache}
+                    first = measure({**base, "kind": "cold", "saved": saved})
+                    if "error" in first:
+                        error = first["error"]
+                        break
+                    cold.append(first["seconds"])
+                    peak, cc_peak = max(peak, first["peak"]), max(cc_peak, first["cc_peak"])
+                    timings = first["timings"]
+                    again = measure({**base, "kind": "cached"})
+                    if "error" not in again:
+                        cached.append(again["seconds"])
+                    loaded = measure({**base, "kind": "load", "saved": saved})
+                    if "error" not in loaded:
+                        loads.append(loaded["seconds"])
+                    session = measure({"kind": "ort", "path": str(path)})
+                    if "error" not in session:
+                        orts.append(session["seconds"])
+                finally:
+                    shutil.rmtree(cache, ignore_errors=True)
+            if error:
+                print(f"{name:13} {size:5.0f} {label:16} FAILED: {error}")
+                continue
+            print(
+                f"{name:13} {size:5.0f} {label:16} {_stat(cold):>12} {_stat(cached):>12} "
+                f"{_stat(loads):>7} {_stat(orts):>7} {peak:6.0f} {cc_peak:7.0f}  {_top_stages(timings)}",
+                flush=True,
+            )
+
+
+# --- Part 2: growth --------------------------------------------------------------
+
+
+def bench_graphs(largest: int, huge: int) -> None:
+    sizes = []
+    n = 1000
+    while n <= largest:
+        sizes.append(n)
+        n *= 2
+    print()
+    print("Chains and diamonds (add: ccompiler, tanh: host), cold compile in seconds")
+    header = f"{'graph':8} {'targets':10} {'ops':>7} {'compile s':>10} {'x prev':>7} {'run ms':>7} {'ok':>3}  slowest stages"
+    print(header)
+    print("-" * len(header))
+    runs = [(g, t, n) for g in ("chain", "diamond") for t in ("host", "ccompiler") for n in sizes]
+    if huge:
+        runs += [("chain", t, huge) for t in ("host", "ccompiler")]
+    previous: dict[tuple[str, str], float] = {}
+    for graph, label, n in runs:
+        targets = [] if label == "host" else ["ccompiler"]
+        cache = tempfile.mkdtemp(prefix="byoc-bench-cache-")  # no object cache either
+        try:
+            result = measure({"kind": "graph", "graph": graph, "n": n, "targets": targets, "cache": cache})
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+        if "error" in result:
+            print(f"{graph:8} {label:10} {n:7d} FAILED: {result['error']}", flush=True)
+            continue
+        seconds = result["seconds"]
+        before = previous.get((graph, label))
+        ratio = f"{seconds / before:.2f}" if before and n in sizes and n > sizes[0] else "-"
+        previous[(graph, label)] = seconds
+        print(
+            f"{graph:8} {label:10} {n:7d} {seconds:10.2f} {ratio:>7} {result['run'] * 1e3:7.1f} "
+            f"{'yes' if result['ok'] else 'NO':>3}  {_top_stages(result['timings'], 3)}",
+            flush=True,
+        )
+
+
+def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        print(json.dumps(work(json.loads(sys.argv[2]))))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=DEFAULT_MODELS,
+                        help=f"comma-separated light models (default {DEFAULT_MODELS})")
+    parser.add_argument("--no-models", action="store_true", help="skip part 1")
+    parser.add_argument("--no-graphs", action="store_true", help="skip part 2")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per figure (medians)")
+    parser.add_argument("--max", type=int, default=32000, help="largest chain/diamond")
+    parser.add_argument("--huge", type=int, default=100000, help="one chain this long (0: none)")
+    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "byoc-bench-models"),
+                        help="where the random-weight models are written (kept for reuse)")
+    args = parser.parse_args()
+    sys.path.insert(0, str(HERE))
+    print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} (timings are noisy on a shared machine)")
+    if not args.no_models:
+        folder = Path(args.workdir)
+        folder.mkdir(parents=True, exist_ok=True)
+        bench_models([m for m in args.models.split(",") if m], folder, args.repeat)
+    if not args.no_graphs:
+        bench_graphs(args.max, args.huge)
+
+
+if __name__ == "__main__":
+    main()
