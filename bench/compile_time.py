@@ -10,7 +10,9 @@ real_models.py), each in fresh processes:
 - load: `byoc.load` of the saved model;
 - ort: `onnxruntime.InferenceSession` on the same file.
 
-Every figure is timed after `import byoc` (or `import onnxruntime`); with
+Every figure is timed after `import byoc` (or `import onnxruntime`); "cpu"
+is the CPU time of the compile (all its threads and C compilers), which a
+loaded machine disturbs less than the wall clock. With
 `--repeat N` the contenders alternate N times and the table shows medians
 (minimums in brackets).
 
@@ -57,6 +59,13 @@ def _peaks() -> tuple[float, float]:
     return own, child
 
 
+def _cpu() -> float:
+    """CPU seconds of this process (all threads) and its children so far: a
+    figure a loaded machine disturbs less than the wall clock."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
 def work(task: dict) -> dict:
     kind = task["kind"]
     if kind == "ort":
@@ -76,13 +85,15 @@ def work(task: dict) -> dict:
         byoc.load(task["saved"])
         return {"seconds": time.perf_counter() - start, "peak": _peaks()[0]}
     if kind in ("cold", "cached"):
+        cpu = _cpu()
         start = time.perf_counter()
         model = byoc.compile(task["path"], targets=task["targets"], quiet=True)
         seconds = time.perf_counter() - start
+        cpu = _cpu() - cpu
         if task.get("saved"):
             model.save(task["saved"])
         own, child = _peaks()
-        return {"seconds": seconds, "timings": model.timings, "peak": own, "cc_peak": child}
+        return {"seconds": seconds, "cpu": cpu, "timings": model.timings, "peak": own, "cc_peak": child}
     # A chain or a diamond of n ops.
     sys.path.insert(0, str(HERE))
     import partition_scaling
@@ -90,16 +101,19 @@ def work(task: dict) -> dict:
     from byoc.runtime.reference import run_reference
 
     module = getattr(partition_scaling, task["graph"])(task["n"])
+    cpu = _cpu()
     start = time.perf_counter()
     model = byoc.compile(module, targets=task["targets"], cache=False, quiet=True)
     seconds = time.perf_counter() - start
+    cpu = _cpu() - cpu
     x = np.random.default_rng(0).uniform(-1, 1, 16).astype(np.float32)
     start = time.perf_counter()
     got = model(x)
     run = time.perf_counter() - start
     want = run_reference(module, [x])[0]
     ok = bool(np.allclose(got, want, rtol=1e-4, atol=1e-5))
-    return {"seconds": seconds, "timings": model.timings, "run": run, "ok": ok, "peak": _peaks()[0]}
+    return {"seconds": seconds, "cpu": cpu, "timings": model.timings, "run": run, "ok": ok,
+            "peak": _peaks()[0]}
 
 
 def measure(task: dict) -> dict:
@@ -149,7 +163,7 @@ def _top_stages(timings: dict[str, float], count: int = 4) -> str:
 def bench_models(names: list[str], folder: Path, repeat: int) -> None:
     print(f"Real models (random weights), seconds; median (min) of {repeat}; peak RSS in MB")
     header = (
-        f"{'model':13} {'MB':>5} {'targets':16} {'cold s':>12} {'cached s':>12} {'load s':>7} "
+        f"{'model':13} {'MB':>5} {'targets':16} {'cold s':>12} {'cold cpu':>12} {'cached s':>12} {'load s':>7} "
         f"{'ort s':>7} {'peak':>6} {'cc peak':>7}  slowest stages (cold)"
     )
     print(header)
@@ -159,6 +173,7 @@ def bench_models(names: list[str], folder: Path, repeat: int) -> None:
         size = path.stat().st_size / 1e6
         for label, targets in TARGET_SETS.items():
             cold: list[float] = []
+            cold_cpu: list[float] = []
             cached: list[float] = []
             loads: list[float] = []
             orts: list[float] = []
@@ -175,6 +190,7 @@ def bench_models(names: list[str], folder: Path, repeat: int) -> None:
                         error = first["error"]
                         break
                     cold.append(first["seconds"])
+                    cold_cpu.append(first["cpu"])
                     peak, cc_peak = max(peak, first["peak"]), max(cc_peak, first["cc_peak"])
                     timings = first["timings"]
                     again = measure({**base, "kind": "cached"})
@@ -192,7 +208,7 @@ def bench_models(names: list[str], folder: Path, repeat: int) -> None:
                 print(f"{name:13} {size:5.0f} {label:16} FAILED: {error}")
                 continue
             print(
-                f"{name:13} {size:5.0f} {label:16} {_stat(cold):>12} {_stat(cached):>12} "
+                f"{name:13} {size:5.0f} {label:16} {_stat(cold):>12} {_stat(cold_cpu):>12} {_stat(cached):>12} "
                 f"{_stat(loads):>7} {_stat(orts):>7} {peak:6.0f} {cc_peak:7.0f}  {_top_stages(timings)}",
                 flush=True,
             )
@@ -209,13 +225,16 @@ def bench_graphs(largest: int, huge: int) -> None:
         n *= 2
     print()
     print("Chains and diamonds (add: ccompiler, tanh: host), cold compile in seconds")
-    header = f"{'graph':8} {'targets':10} {'ops':>7} {'compile s':>10} {'x prev':>7} {'run ms':>7} {'ok':>3}  slowest stages"
+    header = (
+        f"{'graph':8} {'targets':10} {'ops':>7} {'compile s':>10} {'x prev':>7} {'cpu s':>7} "
+        f"{'x prev':>7} {'run ms':>7} {'ok':>3}  slowest stages"
+    )
     print(header)
     print("-" * len(header))
     runs = [(g, t, n) for g in ("chain", "diamond") for t in ("host", "ccompiler") for n in sizes]
     if huge:
         runs += [("chain", t, huge) for t in ("host", "ccompiler")]
-    previous: dict[tuple[str, str], float] = {}
+    previous: dict[tuple[str, str], tuple[float, float]] = {}
     for graph, label, n in runs:
         targets = [] if label == "host" else ["ccompiler"]
         cache = tempfile.mkdtemp(prefix="byoc-bench-cache-")  # no object cache either
@@ -226,12 +245,15 @@ def bench_graphs(largest: int, huge: int) -> None:
         if "error" in result:
             print(f"{graph:8} {label:10} {n:7d} FAILED: {result['error']}", flush=True)
             continue
-        seconds = result["seconds"]
+        seconds, cpu = result["seconds"], result["cpu"]
         before = previous.get((graph, label))
-        ratio = f"{seconds / before:.2f}" if before and n in sizes and n > sizes[0] else "-"
-        previous[(graph, label)] = seconds
+        doubled = before is not None and n in sizes and n > sizes[0]
+        ratio = f"{seconds / before[0]:.2f}" if doubled else "-"
+        cpu_ratio = f"{cpu / before[1]:.2f}" if doubled else "-"
+        previous[(graph, label)] = (seconds, cpu)
         print(
-            f"{graph:8} {label:10} {n:7d} {seconds:10.2f} {ratio:>7} {result['run'] * 1e3:7.1f} "
+            f"{graph:8} {label:10} {n:7d} {seconds:10.2f} {ratio:>7} {cpu:7.2f} {cpu_ratio:>7} "
+            f"{result['run'] * 1e3:7.1f} "
             f"{'yes' if result['ok'] else 'NO':>3}  {_top_stages(result['timings'], 3)}",
             flush=True,
         )
