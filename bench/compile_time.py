@@ -5,7 +5,7 @@ real_models.py), each in fresh processes:
 
 - cold: `byoc.compile` with an empty cache, for `cblas,ccompiler` and host
   only (`[]`), with the stages that took longest and the peak memory (RSS)
-  of the process (and of the largest C compiler child);
+  of the process, saving the model included (C compilers not counted);
 - cached: `byoc.compile` of the same file in a new process;
 - load: `byoc.load` of the saved model;
 - ort: `onnxruntime.InferenceSession` on the same file.
@@ -52,11 +52,14 @@ TARGET_SETS = {"cblas,ccompiler": ["cblas", "ccompiler"], "host": []}
 # --- The worker: one measurement in a fresh process ------------------------------
 
 
-def _peaks() -> tuple[float, float]:
-    """Peak RSS of this process and of its largest child so far, in MB."""
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return own, child
+def _peak() -> float:
+    """Peak RSS of this process, in MB. Not getrusage's ru_maxrss: Linux keeps
+    that across fork and exec, so a worker would report its parent's peak."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def _cpu() -> float:
@@ -74,7 +77,7 @@ def work(task: dict) -> dict:
         ort.set_default_logger_severity(3)
         start = time.perf_counter()
         ort.InferenceSession(task["path"], providers=["CPUExecutionProvider"])
-        return {"seconds": time.perf_counter() - start, "peak": _peaks()[0]}
+        return {"seconds": time.perf_counter() - start, "peak": _peak()}
     os.environ["BYOC_CACHE_DIR"] = task["cache"]
     import numpy as np
 
@@ -83,7 +86,7 @@ def work(task: dict) -> dict:
     if kind == "load":
         start = time.perf_counter()
         byoc.load(task["saved"])
-        return {"seconds": time.perf_counter() - start, "peak": _peaks()[0]}
+        return {"seconds": time.perf_counter() - start, "peak": _peak()}
     if kind in ("cold", "cached"):
         cpu = _cpu()
         start = time.perf_counter()
@@ -92,8 +95,7 @@ def work(task: dict) -> dict:
         cpu = _cpu() - cpu
         if task.get("saved"):
             model.save(task["saved"])
-        own, child = _peaks()
-        return {"seconds": seconds, "cpu": cpu, "timings": model.timings, "peak": own, "cc_peak": child}
+        return {"seconds": seconds, "cpu": cpu, "timings": model.timings, "peak": _peak()}
     # A chain or a diamond of n ops.
     sys.path.insert(0, str(HERE))
     import partition_scaling
@@ -113,7 +115,7 @@ def work(task: dict) -> dict:
     want = run_reference(module, [x])[0]
     ok = bool(np.allclose(got, want, rtol=1e-4, atol=1e-5))
     return {"seconds": seconds, "cpu": cpu, "timings": model.timings, "run": run, "ok": ok,
-            "peak": _peaks()[0]}
+            "peak": _peak()}
 
 
 def measure(task: dict) -> dict:
@@ -164,7 +166,7 @@ def bench_models(names: list[str], folder: Path, repeat: int) -> None:
     print(f"Real models (random weights), seconds; median (min) of {repeat}; peak RSS in MB")
     header = (
         f"{'model':13} {'MB':>5} {'targets':16} {'cold s':>12} {'cold cpu':>12} {'cached s':>12} {'load s':>7} "
-        f"{'ort s':>7} {'peak':>6} {'cc peak':>7}  slowest stages (cold)"
+        f"{'ort s':>7} {'peak':>6}  slowest stages (cold)"
     )
     print(header)
     print("-" * len(header))
@@ -177,7 +179,7 @@ def bench_models(names: list[str], folder: Path, repeat: int) -> None:
             cached: list[float] = []
             loads: list[float] = []
             orts: list[float] = []
-            peak = cc_peak = 0.0
+            peak = 0.0
             timings: dict[str, float] = {}
             error = None
             for _ in range(repeat):
@@ -191,7 +193,7 @@ def bench_models(names: list[str], folder: Path, repeat: int) -> None:
                         break
                     cold.append(first["seconds"])
                     cold_cpu.append(first["cpu"])
-                    peak, cc_peak = max(peak, first["peak"]), max(cc_peak, first["cc_peak"])
+                    peak = max(peak, first["peak"])
                     timings = first["timings"]
                     again = measure({**base, "kind": "cached"})
                     if "error" not in again:
@@ -209,7 +211,7 @@ def bench_models(names: list[str], folder: Path, repeat: int) -> None:
                 continue
             print(
                 f"{name:13} {size:5.0f} {label:16} {_stat(cold):>12} {_stat(cold_cpu):>12} {_stat(cached):>12} "
-                f"{_stat(loads):>7} {_stat(orts):>7} {peak:6.0f} {cc_peak:7.0f}  {_top_stages(timings)}",
+                f"{_stat(loads):>7} {_stat(orts):>7} {peak:6.0f}  {_top_stages(timings)}",
                 flush=True,
             )
 

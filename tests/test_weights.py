@@ -307,3 +307,43 @@ def test_exported_library_carries_its_weights(mode, tmp_path):
             run = subprocess.run([str(tmp_path / "main"), str(tmp_path / "x.bin"), str(tmp_path / name)],
                                  env={}, capture_output=True, text=True)
             assert run.returncode == status, name
+
+
+def test_concurrent_compiles_of_a_model_with_weights(tmp_path):
+    """Processes compiling the same model at once each write a whole entry (its
+    blob included) and rename it into place; every one of them, and a process
+    loading the entry afterwards, sees the right weights."""
+    import onnx
+
+    model, want = mlp(seed=8)
+    path = tmp_path / "mlp.onnx"
+    onnx.save(model, path)
+    x = inputs(seed=9)
+    np.save(tmp_path / "x.npy", x)
+    script = (
+        "import sys, numpy as np, byoc\n"
+        "m = byoc.compile(sys.argv[1], targets=sys.argv[2].split(',') if sys.argv[2] else [])\n"
+        "np.save(sys.argv[3], m(np.load(sys.argv[4])))\n"
+    )
+    env = {**os.environ, "BYOC_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [(targets, i) for targets in ("", "cblas,ccompiler") for i in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(path), targets, str(tmp_path / f"y{i}{targets}.npy"),
+             str(tmp_path / "x.npy")],
+            stderr=subprocess.PIPE, text=True, env=env,
+        )
+        for targets, i in runs
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+    for targets, i in runs:
+        np.testing.assert_allclose(np.load(tmp_path / f"y{i}{targets}.npy"), want(x), rtol=1e-4, atol=1e-5)
+    entries = sorted((tmp_path / "cache" / "models").glob("*.byoc"))
+    assert len(entries) == 2  # one per set of targets
+    for entry in entries:
+        loaded = saved.load(entry)  # whole: checksum and all
+        assert loaded.weights.mapped
+        np.testing.assert_allclose(loaded(x), want(x), rtol=1e-4, atol=1e-5)
+    assert not list((tmp_path / "cache" / "models").glob(".*"))  # no temporary left
