@@ -17,7 +17,8 @@ loaded machine disturbs less than the wall clock. With
 (minimums in brackets).
 
 Part 2, chains and diamonds (bench/partition_scaling.py's graphs: add for
-ccompiler, tanh on the host) of 1k to 32k ops, compiled host-only and with
+ccompiler, tanh on the host; their repeated blocks compile once) and varied
+graphs (`varied`: nothing repeats) of 1k to 32k ops, compiled host-only and with
 ccompiler, each run once and checked against the numpy reference; the
 growth per doubling; and one 100k-op chain.
 
@@ -102,7 +103,8 @@ def work(task: dict) -> dict:
 
     from byoc.runtime.reference import run_reference
 
-    module = getattr(partition_scaling, task["graph"])(task["n"])
+    build = varied if task["graph"] == "varied" else getattr(partition_scaling, task["graph"])
+    module = build(task["n"])
     cpu = _cpu()
     start = time.perf_counter()
     model = byoc.compile(module, targets=task["targets"], cache=False, quiet=True)
@@ -116,6 +118,44 @@ def work(task: dict) -> dict:
     ok = bool(np.allclose(got, want, rtol=1e-4, atol=1e-5))
     return {"seconds": seconds, "cpu": cpu, "timings": model.timings, "run": run, "ok": ok,
             "peak": _peak()}
+
+
+def varied(n: int):  # noqa: ANN201 - a ModuleOp
+    """n ops no two stretches of which are alike (so nothing is deduplicated):
+    add, multiply by a constant of its own (ccompiler), tanh (host), subtract,
+    each reading a value from up to 50 ops back."""
+    import numpy as np
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import FunctionType, ModuleOp
+    from xdsl.ir import Block, Region
+
+    from byoc.dialects import relay
+
+    sys.path.insert(0, str(HERE))
+    from partition_scaling import TYPE
+
+    rng = np.random.default_rng(n)
+    block = Block(arg_types=[TYPE])
+    values = [block.args[0]]
+    for i in range(n):
+        a = values[-1]
+        b = values[max(0, len(values) - 1 - int(rng.integers(0, 50)))]
+        kind = i % 4
+        if kind == 0:
+            op = relay.AddOp(a, b)
+        elif kind == 1:
+            w = relay.ConstantOp.from_numpy(rng.uniform(0.5, 1.0, TYPE.get_shape()).astype(np.float32))
+            block.add_op(w)
+            op = relay.MultiplyOp(a, w.result)
+        elif kind == 2:
+            op = relay.TanhOp(a)
+        else:
+            op = relay.SubtractOp(a, b)
+        block.add_op(op)
+        values.append(op.results[0])
+    block.add_op(func.ReturnOp(values[-1]))
+    main = func.FuncOp("main", FunctionType.from_lists([TYPE], [TYPE]), Region(block))
+    return ModuleOp([main])
 
 
 def measure(task: dict) -> dict:
@@ -219,21 +259,21 @@ def bench_models(names: list[str], folder: Path, repeat: int) -> None:
 # --- Part 2: growth --------------------------------------------------------------
 
 
-def bench_graphs(largest: int, huge: int) -> None:
+def bench_graphs(graphs: list[str], largest: int, huge: int) -> None:
     sizes = []
     n = 1000
     while n <= largest:
         sizes.append(n)
         n *= 2
     print()
-    print("Chains and diamonds (add: ccompiler, tanh: host), cold compile in seconds")
+    print("Chains, diamonds (add: ccompiler, tanh: host) and varied graphs, cold compile in seconds")
     header = (
         f"{'graph':8} {'targets':10} {'ops':>7} {'compile s':>10} {'x prev':>7} {'cpu s':>7} "
         f"{'x prev':>7} {'run ms':>7} {'ok':>3}  slowest stages"
     )
     print(header)
     print("-" * len(header))
-    runs = [(g, t, n) for g in ("chain", "diamond") for t in ("host", "ccompiler") for n in sizes]
+    runs = [(g, t, n) for g in graphs for t in ("host", "ccompiler") for n in sizes]
     if huge:
         runs += [("chain", t, huge) for t in ("host", "ccompiler")]
     previous: dict[tuple[str, str], tuple[float, float]] = {}
@@ -271,7 +311,9 @@ def main() -> None:
     parser.add_argument("--no-models", action="store_true", help="skip part 1")
     parser.add_argument("--no-graphs", action="store_true", help="skip part 2")
     parser.add_argument("--repeat", type=int, default=1, help="runs per figure (medians)")
-    parser.add_argument("--max", type=int, default=32000, help="largest chain/diamond")
+    parser.add_argument("--graphs", default="chain,diamond,varied",
+                        help="chain, diamond (repeated blocks, deduplicated) and varied (nothing alike)")
+    parser.add_argument("--max", type=int, default=32000, help="largest graph")
     parser.add_argument("--huge", type=int, default=100000, help="one chain this long (0: none)")
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "byoc-bench-models"),
                         help="where the random-weight models are written (kept for reuse)")
@@ -283,7 +325,7 @@ def main() -> None:
         folder.mkdir(parents=True, exist_ok=True)
         bench_models([m for m in args.models.split(",") if m], folder, args.repeat)
     if not args.no_graphs:
-        bench_graphs(args.max, args.huge)
+        bench_graphs([g for g in args.graphs.split(",") if g], args.max, args.huge)
 
 
 if __name__ == "__main__":
