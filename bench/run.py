@@ -18,7 +18,14 @@ Prints median latency (ms, or us for the overhead) and the ratio to
 onnxruntime (CPU provider, 2 threads) and to numpy, the contenders taking
 turns in rounds. A benchmark, not a test.
 
-    python bench/run.py [--runs 500]
+    python bench/run.py [--runs 500] [--only float|quantized] [--threads 2]
+
+`--threads` sets onnxruntime's threads and byoc's (OpenMP's and OpenBLAS's).
+On a machine shared with other work use `--threads 1`: OpenMP's fork-join
+waits at every parallel loop for a thread the scheduler has not run yet, so
+byoc's medians there grow from a fraction of a millisecond to hundreds of
+milliseconds, while onnxruntime's pool (whose caller runs the tasks no worker
+has taken) slows down only a little.
 """
 
 from __future__ import annotations
@@ -140,11 +147,25 @@ def add4_model():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), feeds, np.add
 
 
+THREADS = 2
+
+
+def set_threads(threads: int) -> None:
+    """Threads for every contender; OpenMP and OpenBLAS read theirs when they
+    start, before the first compiled model loads."""
+    import os
+
+    global THREADS
+    THREADS = threads
+    os.environ["OMP_NUM_THREADS"] = os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
+
+
 def ort_session(model):
     import onnxruntime as ort
 
+    ort.set_default_logger_severity(3)
     options = ort.SessionOptions()
-    options.intra_op_num_threads = 2
+    options.intra_op_num_threads = THREADS
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     return lambda *xs: session.run(None, dict(zip(names, xs)))
@@ -156,7 +177,11 @@ def main() -> None:
     parser.add_argument(
         "--only", choices=["float", "quantized"], help="run only these workloads"
     )
+    parser.add_argument(
+        "--threads", type=int, default=2, help="threads of onnxruntime and of byoc"
+    )
     args = parser.parse_args()
+    set_threads(args.threads)
     if args.only != "quantized":
         float_workloads(args.runs)
     if args.only != "float":
@@ -181,9 +206,7 @@ def float_workloads(runs: int) -> None:
     for title, make, scale, unit in workloads:
         model, feeds, numpy_fn = make()
         ort_run = ort_session(model)
-        contenders: dict[str, Callable[[], object]] = {
-            "onnxruntime (2 threads)": lambda: ort_run(*feeds)
-        }
+        contenders: dict[str, Callable[[], object]] = {"onnxruntime": lambda: ort_run(*feeds)}
         if numpy_fn is not None:
             contenders["numpy"] = lambda: numpy_fn(*feeds)
         module = from_onnx(model)
@@ -201,7 +224,7 @@ def float_workloads(runs: int) -> None:
                 continue
             contenders[name] = lambda compiled=compiled: compiled(*feeds)
         times = median_times(contenders, runs)
-        ort_time = times["onnxruntime (2 threads)"]
+        ort_time = times["onnxruntime"]
         numpy_time = times.get("numpy")
         for name, seconds in times.items():
             vs_ort = seconds / ort_time
