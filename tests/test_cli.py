@@ -286,3 +286,19 @@ def test_opt_help_leads_with_byocs_own_passes_targets_and_flags():
     assert text.index("apply-pdl") > upstream  # an upstream pass, in its own section
     assert "Outlines every `extern.region`" in text
     assert text.index("--annotate") < text.index("--print-op-generic")
+
+
+def test_byoc_opt_takes_onnx_files():
+    proc = run("byoc-opt", EXAMPLES / "cnn.onnx", "--annotate=ccompiler", "--partition")
+    assert proc.returncode == 0, proc.stderr
+    assert "extern.call @ccompiler_0" in proc.stdout
+    assert 'extern.compiler = "ccompiler"' in proc.stdout
+
+
+def test_byoc_opt_onnx_errors_are_one_message(write, tmp_path):
+    assert_clean_failure(run("byoc-opt", write("not a model", "bad.onnx")), "bad.onnx", "not an ONNX model")
+    with open(EXAMPLES / "cnn.onnx", "rb") as stdin:
+        proc = subprocess.run(
+            [str(BIN / "byoc-opt"), "-f", "onnx"], stdin=stdin, capture_output=True, text=True
+        )
+    assert_clean_failure(proc, "reads ONNX models from a file")

@@ -114,7 +114,19 @@ class ByocOptMain(xDSLOptMain):
                 verify_module(module, name)
             return module
 
+        def parse_onnx(io: IO[bytes]) -> ModuleOp:
+            # The importer reads the file itself (large weights without copies).
+            from byoc.frontend.onnx import from_onnx
+
+            if not self.args.input_file:
+                raise ByocError(
+                    "error: byoc-opt reads ONNX models from a file, not stdin; give its "
+                    "path (byoc-import --input-shape pins dynamic dims first)"
+                )
+            return from_onnx(self.args.input_file)
+
         self.available_frontends["mlir"] = parse_mlir
+        self.available_frontends["onnx"] = parse_onnx
 
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
