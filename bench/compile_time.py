@@ -115,7 +115,11 @@ def work(task: dict) -> dict:
     got = model(x)
     run = time.perf_counter() - start
     want = run_reference(module, [x])[0]
-    ok = bool(np.allclose(got, want, rtol=1e-4, atol=1e-5))
+    # Long graphs amplify rounding (an 8k-op varied graph turns a 1-ulp change
+    # of its input into 4e-4 of its output): the compiled code may differ from
+    # the reference by what the reference itself moves for such a change.
+    moved = run_reference(module, [np.nextafter(x, np.float32(2))])[0]
+    ok = bool(np.allclose(got, want, rtol=1e-4, atol=1e-5 + 10 * float(np.abs(moved - want).max())))
     return {"seconds": seconds, "cpu": cpu, "timings": model.timings, "run": run, "ok": ok,
             "peak": _peak()}
 
