@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
@@ -108,17 +109,27 @@ def array_entry_name(entry: str) -> str:
 
 
 def lower_host(
-    module: ModuleOp, main: str, entry: str, weights_symbol: str
+    module: ModuleOp,
+    main: str,
+    entry: str,
+    weights_symbol: str,
+    signature: dict[str, Any] | None = None,
 ) -> tuple[HostObject, WeightsLayout]:
     """Compile a host module (from `host_module`, changed in place) to an object,
     not yet linked; its large constants go to a weights blob (the layout) read
-    through the pointer `weights_symbol`."""
+    through the pointer `weights_symbol`. A `signature` (runtime/signature.py),
+    completed with the blob, is embedded for `byoc.load` to check files against."""
     # `main` grows with the model: cut it into bounded parts, each compiled once
     # however often a model repeats it (docs/architecture.md, "Compile time").
     split_functions(module, MAX_OPS, select=lambda f: f.sym_name.data == main)
     dedup_functions(module)
     llvm_module = lower_to_llvm(module, main, entry)
     layout = move_weights_to_blob(llvm_module, weights_symbol)
+    if signature is not None:
+        from byoc.runtime.signature import embed_signature, signature_name
+
+        weights = {"symbol": weights_symbol, "size": layout.size} if layout.entries else None
+        embed_signature(llvm_module, signature_name(entry), {**signature, "weights": weights})
     llvm_ir = translate_to_llvm_ir(llvm_module)
     with stage("host JIT"):
         return compile_llvm_ir(llvm_ir), layout

@@ -338,7 +338,7 @@ def compile_uncached(
         outputs = tensor_specs(main.function_type.outputs.data, "output")
     del main
 
-    built = generate(module, backends, fallback, key)
+    built = generate(module, backends, fallback, key, (inputs, outputs))
     del module
     libraries = [lib for a in built.artifacts for lib in a.libraries]
     with stage("host JIT"):
@@ -418,15 +418,24 @@ class Partitioned:
 
 def codegen_stage(
     parts: Partitioned,
+    io: tuple[Sequence[TensorSpec], Sequence[TensorSpec]] | None = None,
 ) -> tuple[list[Artifact], list[tuple[str, BackendError, str]], Any, Any]:
     """Each backend's codegen and the host's lowering, in threads of their own
-    (the Python of one overlaps the C compiler and LLVM of the others).
+    (the Python of one overlaps the C compiler and LLVM of the others). With
+    `io` (`@main`'s inputs and outputs), the host object carries its signature
+    (runtime/signature.py), which `byoc.load` checks a manifest against.
 
     Returns the artifacts, the functions whose codegen failed (symbol, error,
     backend), and the host's object code and weights layout."""
     from byoc.runtime.fallback import generate_functions
+    from byoc.runtime.signature import backend_calls, host_signature
 
     prefix = parts.prefix
+    signature = None
+    if io is not None:
+        signature = host_signature(
+            f"{prefix}entry", *io, backend_calls(parts.host), parts.placement, parts.partitioned_ir
+        )
     with ThreadPoolExecutor(len(parts.jobs) + 1, thread_name_prefix="byoc-codegen") as pool:
         host_code = pool.submit(
             in_this_context(_host_code),
@@ -434,6 +443,7 @@ def codegen_stage(
             f"{prefix}main",
             f"{prefix}entry",
             f"{prefix}weights",
+            signature,
         )
         codegens = [
             pool.submit(in_this_context(_codegen), b, f, generate_functions) for b, f in parts.jobs
@@ -453,11 +463,11 @@ def _codegen(backend: Backend, functions: ModuleOp, generate_functions: Any) -> 
         return generate_functions(backend, list(functions.ops))
 
 
-def _host_code(host: ModuleOp, main: str, entry: str, weights_symbol: str):  # noqa: ANN202
+def _host_code(host: ModuleOp, main: str, entry: str, weights_symbol: str, signature: Any):  # noqa: ANN202
     from byoc.backends.host import lower_host
 
     with stage("codegen host"):
-        return lower_host(host, main, entry, weights_symbol)
+        return lower_host(host, main, entry, weights_symbol, signature)
 
 
 def cache_model(model: CompiledModule, entry: Path, blob: Blob | None) -> Weights | None:

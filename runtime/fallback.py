@@ -57,11 +57,13 @@ def generate(
     backends: Sequence[Backend],
     fallback: bool = True,
     key: str | None = None,
+    io: Any = None,
 ) -> Generated:
     """Partition `module` (consumed) for `backends`, run their codegens and
     lower the host, re-partitioning the functions a backend fails on (see the
     module docstring). Symbols are named by `key` (the cache key), else by the
-    partitioned module."""
+    partitioned module; `io` (`@main`'s input and output TensorSpecs) signs
+    the host code (build.codegen_stage)."""
     from byoc.runtime.build import codegen_stage, partition_stage, prepare_graph
 
     prepare_graph(module)  # first: positions are of the rewritten graph
@@ -73,7 +75,7 @@ def generate(
         position = {op: i for i, op in enumerate(ops)}
         exclude = {ops[i]: frozenset(names) for i, names in excluded.items()}
         parts = partition_stage(module, backends, key, not fallback, exclude)
-        artifacts, failures, host_object, layout = codegen_stage(parts)
+        artifacts, failures, host_object, layout = codegen_stage(parts, io)
         if not failures:
             break
         if pristine is None:

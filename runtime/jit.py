@@ -120,7 +120,11 @@ def translate_to_llvm_ir(module: ModuleOp) -> str:
                 if op.no_inline is not None:
                     function.attributes.add("noinline")
             elif isinstance(op, llvm_dialect.GlobalOp):
-                _initialise_from_bytes(op, llvm_module.get_global(op.sym_name.data))
+                variable = llvm_module.get_global(op.sym_name.data)
+                _initialise_from_bytes(op, variable)
+                if variable.linkage == "external" and op.value is not None:
+                    # A definition: LLVM IR spells external linkage by omitting it.
+                    variable.linkage = ""
         return str(llvm_module)
 
 
@@ -179,9 +183,12 @@ class LoadedHost:
         obj: bytes,
         libraries: Sequence[str | PathLike[str]] = (),
         symbols: Sequence[str] = (),
+        needed: Sequence[str] = (),
     ):
         """Link `obj` after loading `libraries`; every name in `symbols` must
-        then resolve (MCJIT would bind a missing one to address 0)."""
+        then resolve (MCJIT would bind a missing one to address 0), and so
+        must every name in `needed` (the object's undefined symbols, libc's
+        included) once the engine exists."""
         self.shared_libraries = load_libraries(libraries)
         for symbol in symbols:
             if llvm.address_of_symbol(symbol) is None:
@@ -191,6 +198,11 @@ class LoadedHost:
         self._engine = llvm.create_mcjit_compiler(
             llvm.parse_assembly(""), host_target_machine(jit=True)
         )
+        for symbol in needed:
+            if llvm.address_of_symbol(symbol) is None:
+                raise ByocError(
+                    f"error: the host code needs '{symbol}', which nothing loaded defines"
+                )
         self._before_linking()
         try:
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))

@@ -13,12 +13,26 @@ The file is a zip archive (docs/architecture.md, "Saved models"):
                       page-aligned offset of the file, so loading maps it (mmap)
                       instead of reading it; checked by its `fletcher64` sum
 
-Loading checks everything before any code is mapped: a truncated, corrupted
-or foreign file, or one built for another CPU or byoc version, is a ByocError.
+The archive's comment seals it: the SHA-256 of every byte of the file but the
+blob's data (which its own checksum covers) and the comment itself. The host
+object carries its own signature (runtime/signature.py), so a manifest that
+was edited and sealed again still cannot lie about what the code does.
+
+Loading checks everything before any code is mapped, in this order: only a
+regular file is opened; member sizes are bounded before anything is
+inflated; the seal, then each member's checksum, then the blob's; the host
+object's structure (runtime/elf.py) and its signature against the manifest;
+only then are libraries loaded and the object linked, after every symbol it
+needs resolves. A truncated, corrupted, edited or foreign file, or one built
+for another CPU or byoc version, is a ByocError.
+
+A saved model holds native code: loading one runs it like any shared
+library, so load only files you would run (the checks find damage and
+inconsistency, they do not make a stranger's file safe).
 Shared objects are unpacked into the compile cache by content hash, so loading
 a model twice (or in several processes) reuses one copy. A blob that is not
-aligned in its file (an archive rewritten by another tool) is read into memory
-instead of mapped.
+aligned in its file (an archive rewritten by another tool, then sealed again)
+is read into memory instead of mapped.
 """
 
 from __future__ import annotations
@@ -44,10 +58,12 @@ from byoc.backends.spec import Artifact
 from byoc.frontend.diagnostics import ByocError
 from byoc.runtime.compiled import CompiledModule, TensorSpec
 from byoc.runtime.jit import LoadedHost
+from byoc.runtime.elf import RelocatableObject, check_shared_object
+from byoc.runtime.signature import check_manifest, read_signature, signature_name
 from byoc.runtime.weights import Blob, Weights
 
 FORMAT = "byoc-compiled-model"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 WEIGHTS_MEMBER = "weights.bin"
 
@@ -158,6 +174,8 @@ def save(model: CompiledModule, path: str | PathLike[str], blob: Blob | None = N
                 zf.writestr(name, data, zipfile.ZIP_STORED if binary else zipfile.ZIP_DEFLATED)
             if blob is not None:
                 _write_aligned(zf, WEIGHTS_MEMBER, blob)
+            zf.comment = SEAL_PREFIX + bytes(SEAL_DIGITS)
+        _seal(Path(tmp))
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -177,6 +195,59 @@ def _write_aligned(zf: zipfile.ZipFile, name: str, blob: Blob) -> None:
     with zf.open(info, "w", force_zip64=zip64) as out:
         for chunk in blob.chunks():
             out.write(chunk)
+
+
+SEAL_PREFIX = b"byoc-sha256:"
+SEAL_DIGITS = 64
+"""The archive comment: this prefix and the file's SHA-256 in hex."""
+
+
+def _blob_range(f: IO[bytes], zf: zipfile.ZipFile) -> tuple[int, int]:
+    """Where the stored weights blob's data lies in the file ((0, 0): none)."""
+    try:
+        info = zf.getinfo(WEIGHTS_MEMBER)
+    except KeyError:
+        return 0, 0
+    if info.compress_type != zipfile.ZIP_STORED:
+        return 0, 0
+    start = _data_offset(f, info)
+    return start, start + info.compress_size
+
+
+def _file_digest(f: IO[bytes], end: int, skip: tuple[int, int]) -> str:
+    """SHA-256 of the bytes [0, end) of `f` outside `skip`."""
+    digest = hashlib.sha256()
+    for start, stop in ((0, min(skip[0], end)), (max(skip[1], 0), end)) if skip[1] else ((0, end),):
+        f.seek(start)
+        left = stop - start
+        while left > 0:
+            chunk = f.read(min(left, 1 << 22))
+            if not chunk:
+                raise EOFError("the file ended while reading it")
+            digest.update(chunk)
+            left -= len(chunk)
+    return digest.hexdigest()
+
+
+def _seal(path: Path) -> None:
+    """Write the digest into the placeholder comment ending the archive at `path`."""
+    with open(path, "r+b") as f, zipfile.ZipFile(f) as zf:
+        end = os.fstat(f.fileno()).st_size - SEAL_DIGITS
+        digest = _file_digest(f, end, _blob_range(f, zf))
+        f.seek(end)
+        f.write(digest.encode())
+
+
+def _check_seal(f: IO[bytes], zf: zipfile.ZipFile, size: int, where: str) -> None:
+    """The archive must end in its seal, and the seal match every byte before it."""
+    comment = zf.comment
+    if len(comment) != len(SEAL_PREFIX) + SEAL_DIGITS or not comment.startswith(SEAL_PREFIX):
+        raise ByocError(f"{where}: not a sealed byoc compiled model (no or damaged seal)")
+    f.seek(size - len(comment))
+    if f.read(len(comment)) != comment:
+        raise ByocError(f"{where}: corrupted: bytes follow the archive's seal")
+    if _file_digest(f, size - SEAL_DIGITS, _blob_range(f, zf)) != comment[len(SEAL_PREFIX):].decode("ascii", "replace"):
+        raise ByocError(f"{where}: corrupted: the file does not match its seal")
 
 
 def _data_offset(f: IO[bytes], info: zipfile.ZipInfo) -> int:
@@ -221,7 +292,8 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, bytes], Weights | None,
     with f:
         try:
             with zipfile.ZipFile(f) as zf:
-                names = _check_members(zf, os.fstat(f.fileno()).st_size, where)
+                size = os.fstat(f.fileno()).st_size
+                names = _check_members(zf, size, where)
                 if "manifest.json" not in names:
                     raise ByocError(f"{where}: not a byoc compiled model (no manifest)")
                 manifest = json.loads(zf.read("manifest.json"))
@@ -230,12 +302,22 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, bytes], Weights | None,
                 _check_build(manifest, where)
                 weights_entry = manifest.get("weights") or {}
                 blob_member = weights_entry.get("member") if isinstance(weights_entry, dict) else None
+                listed = {"manifest.json", *(manifest.get("sha256") or {})}
+                if blob_member is not None:
+                    listed.add(str(blob_member))
+                if names != listed:
+                    extra = sorted(names - listed) or sorted(listed - names)
+                    raise ByocError(
+                        f"{where}: corrupted: the members do not match the manifest "
+                        f"({', '.join(extra)})"
+                    )
                 members = {
                     name: zf.read(name)
                     for name in names
                     if name != "manifest.json" and name != blob_member
                 }
                 _check_digests(manifest, members, where)
+                _check_seal(f, zf, size, where)
                 weights, symbol = _weights(f, zf, manifest, where)
         except ByocError:
             raise
@@ -348,6 +430,27 @@ def _unpack_library(data: bytes) -> Path:
     return target
 
 
+def _host_object(data: bytes, where: str) -> RelocatableObject:
+    """The host object, its structure checked before LLVM's linker sees it."""
+    import platform
+
+    try:
+        return RelocatableObject(data, platform.machine())
+    except (ValueError, struct.error, IndexError) as err:
+        raise ByocError(f"{where}: corrupted: host.o is not a valid object ({err})") from None
+
+
+def _shared_object(data: bytes, name: str, where: str) -> bytes:
+    """A backend's library, its segments checked before the dynamic loader maps them."""
+    import platform
+
+    try:
+        check_shared_object(data, platform.machine())
+    except (ValueError, struct.error) as err:
+        raise ByocError(f"{where}: corrupted: {name} is not a valid shared object ({err})") from None
+    return data
+
+
 def load_weights(path: str | PathLike[str]) -> Weights | None:
     """The weights of a model this process has just saved at `path`, mapped
     (and not read again to check them: that would bring every page in)."""
@@ -366,11 +469,21 @@ def load(path: str | PathLike[str]) -> CompiledModule:
         raise ByocError(f"error: byoc.load() takes a path, not a {type(path).__name__}")
     path = Path(path)
     manifest, members, weights, symbol = _read(path)
+    where = f"{path}: error"
     try:
+        # Nothing runs before the code's own signature agrees with the manifest:
+        # loading a library runs its constructors, linking trusts the object.
+        entry_name = str(manifest["entry"])
+        host_object = _host_object(members["host.o"], where)
+        try:
+            signature = read_signature(host_object.symbol_bytes(signature_name(entry_name)), entry_name)
+        except (ValueError, UnicodeDecodeError) as err:
+            raise ByocError(f"{where}: the manifest does not match the host code: {err}") from None
+        check_manifest(signature, manifest, members["partitioned.mlir"], where)
         artifacts = []
         libraries: list[Path] = []
         for entry in manifest["artifacts"]:
-            libs = [_unpack_library(members[name]) for name in entry["libraries"]]
+            libs = [_unpack_library(_shared_object(members[name], name, where)) for name in entry["libraries"]]
             libraries += libs
             artifact = Artifact(
                 backend=str(entry["backend"]),
@@ -393,8 +506,7 @@ def load(path: str | PathLike[str]) -> CompiledModule:
                 run_backend_code(backend, "load", str(path), backend.load, artifact)
             artifacts.append(artifact)
         symbols = [s for a in artifacts for s in a.symbols]
-        host = LoadedHost(members["host.o"], libraries, symbols)
-        entry_name = str(manifest["entry"])
+        host = LoadedHost(members["host.o"], libraries, symbols, host_object.undefined())
         if weights is None and host.has_variable(entry_name.removesuffix("entry") + "weights"):
             raise ByocError(
                 f"{path}: error: malformed manifest: the host code reads weights "
@@ -414,5 +526,7 @@ def load(path: str | PathLike[str]) -> CompiledModule:
         )
     except ByocError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
+    except MemoryError:
+        raise ByocError(f"{path}: error: out of memory loading the model") from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, UnicodeDecodeError) as err:
         raise ByocError(f"{path}: error: malformed manifest ({type(err).__name__}: {err})") from None

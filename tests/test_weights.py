@@ -71,7 +71,9 @@ def test_weights_are_a_blob_not_code(compiled):
         # Neither the object nor the LLVM IR holds the weights.
         assert len(model.host.emit_object()) < 100_000
         assert len(model.host.llvm_ir) < 100_000
-        assert ' c"' not in model.host.llvm_ir  # no byte-string constants
+        # No byte-string constants but the host code's signature (runtime/signature.py).
+        strings = [line for line in model.host.llvm_ir.splitlines() if ' c"' in line]
+        assert len(strings) == 1 and strings[0].startswith(f"@{model.entry_name.removesuffix('entry')}signature")
         # The partitioned IR shows the weights elided.
         assert "dense_resource<__elided__>" in model.partitioned_ir
         assert len(model.partitioned_ir) < 20_000
@@ -157,13 +159,20 @@ def test_truncated_blob_is_rejected(saved_file, tmp_path):
 
 
 def test_blob_rewritten_by_another_tool_still_loads(saved_file, tmp_path):
-    """An archive rewritten by zipfile (deflated, unaligned) is read, not mapped."""
+    """An archive rewritten by zipfile (deflated, unaligned) and sealed again
+    is read, not mapped; rewritten and not sealed, its bytes changed: refused."""
     model, path = saved_file
     copy = tmp_path / "rewritten.byoc"
     with zipfile.ZipFile(path) as src, zipfile.ZipFile(copy, "w", zipfile.ZIP_DEFLATED) as dst:
         for item in src.infolist():
             dst.writestr(item.filename, src.read(item.filename))
+    with pytest.raises(byoc.ByocError, match="not a sealed byoc compiled model"):
+        byoc.load(copy)
+    with zipfile.ZipFile(copy, "a") as zf:
+        zf.comment = saved.SEAL_PREFIX + bytes(saved.SEAL_DIGITS)
+    saved._seal(copy)
     loaded = byoc.load(copy)
+    assert loaded.weights is not None and not loaded.weights.mapped
     x = inputs()
     np.testing.assert_array_equal(loaded(x), model(x))
 
@@ -180,7 +189,9 @@ def test_manifest_without_the_weights_the_code_reads(saved_file, tmp_path):
                 data = json.dumps(manifest).encode()
             if item.filename != saved.WEIGHTS_MEMBER:
                 dst.writestr(item, data)
-    with pytest.raises(byoc.ByocError, match="reads weights the file does not describe"):
+        dst.comment = saved.SEAL_PREFIX + bytes(saved.SEAL_DIGITS)
+    saved._seal(bad)  # consistent but for the code, which the signature tells
+    with pytest.raises(byoc.ByocError, match=r"the weights blob \(symbol, bytes\): None in the manifest"):
         byoc.load(bad)
 
 
