@@ -93,27 +93,40 @@ def load_source(source: Source, input_shapes: InputShapes | None = None) -> Modu
     )
 
 
-def main_function(module: ModuleOp, entry: str = "main") -> func.FuncOp:
-    """The `@main` function, checked to take and return static float tensors."""
+def source_name(source: object) -> str | None:
+    """The file a source is read from, to name in messages (None for text)."""
+    if isinstance(source, Path | str) and is_path(source):
+        return str(source)
+    return None
+
+
+def main_function(module: ModuleOp, entry: str = "main", where: str | None = None) -> func.FuncOp:
+    """The `@main` function, checked to take and return static float tensors;
+    `where` (the source file) prefixes a message about a missing one."""
     for op in module.ops:
         if isinstance(op, func.FuncOp) and op.sym_name.data == entry:
             if not op.body.blocks:
-                raise ByocError(f"error: @{entry} has no body")
+                place = location_of(op) or where
+                raise ByocError(f"{place + ': ' if place else ''}error: @{entry} has no body")
             return op
-    raise ByocError(f"error: the module has no function @{entry}")
+    raise ByocError(f"{where + ': ' if where else ''}error: the module has no function @{entry}")
 
 
 def tensor_specs(
-    types: Sequence[Attribute], prefix: str, names: Sequence[str | None] = ()
+    types: Sequence[Attribute],
+    prefix: str,
+    names: Sequence[str | None] = (),
+    where: str | None = None,
 ) -> list[TensorSpec]:
-    """Shapes and dtypes of `@main`'s inputs or outputs (named by their SSA names)."""
+    """Shapes and dtypes of `@main`'s inputs or outputs (named by their SSA
+    names); `where` (`@main`'s location) prefixes a message."""
     specs: list[TensorSpec] = []
     names = list(names) + [None] * (len(types) - len(names))
     for i, typ in enumerate(types):
         if not isinstance(typ, TensorType) or any(d < 0 for d in typ.get_shape()):
             raise ByocError(
-                f"error: {prefix} {i} of @main has type {typ}; expected a "
-                "static-shape tensor"
+                f"{where + ': ' if where else ''}error: {prefix} {i} of @main has type "
+                f"{typ}; expected a static-shape tensor"
             )
         specs.append(
             TensorSpec(
@@ -329,13 +342,15 @@ def compile_uncached(
 
     with stage("import"):
         module = load_source(source, input_shapes)
-        main = main_function(module)
+        main = main_function(module, where=source_name(source))
+        where = location_of(main) or source_name(source)
         inputs = tensor_specs(
             main.function_type.inputs.data,
             "input",
             [a.name_hint for a in main.body.block.args],
+            where,
         )
-        outputs = tensor_specs(main.function_type.outputs.data, "output")
+        outputs = tensor_specs(main.function_type.outputs.data, "output", where=where)
     del main
 
     built = generate(module, backends, fallback, key, (inputs, outputs))

@@ -1,0 +1,167 @@
+"""The fuzzing worker: runs one input after another and says how each ended.
+
+Started by the runner (tests/fuzz/runner.py) as a child process, so that a
+crash or a hang here is counted there. Reads one JSON request a line on
+stdin, `{"kind": "mlir" | "onnx" | "saved", "path": ..., "targets": [...]}`,
+and answers one JSON line `{"outcome": ..., "detail": ...}` on the file
+descriptor given as its argument (stdout belongs to whatever the compiled
+code or the C compiler prints).
+
+Outcomes: "clean error" (a ByocError naming the input), "unlocated error" (a
+ByocError that does not name it), "success" (compiled, and its results agree
+with a reference, or there was nothing to compare), "wrong answer",
+"traceback" (any other exception).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MAX_CHECKED_ELEMENTS = 1 << 22
+"""Inputs or outputs larger than this are not run: a mutant's dims are free."""
+
+
+def random_inputs(specs: Any, seed: int = 0) -> list[np.ndarray] | None:
+    rng = np.random.default_rng(seed)
+    if sum(int(np.prod(s.shape, dtype=np.float64)) for s in specs) > MAX_CHECKED_ELEMENTS:
+        return None
+    arrays = []
+    for spec in specs:
+        if spec.dtype.kind == "f":
+            arrays.append(rng.standard_normal(spec.shape).astype(spec.dtype))
+        elif spec.dtype.kind == "b":
+            arrays.append(rng.integers(0, 2, spec.shape).astype(spec.dtype))
+        else:
+            arrays.append(rng.integers(0, 3, spec.shape).astype(spec.dtype))
+    return arrays
+
+
+def disagreement(got: Any, expected: list[np.ndarray]) -> str | None:
+    """Why `got` (a model's result) is not `expected`, or None if it is."""
+    got = list(got) if isinstance(got, tuple) else [got]
+    if len(got) != len(expected):
+        return f"{len(got)} results, the reference has {len(expected)}"
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+        g, e = np.asarray(g), np.asarray(e)
+        if g.shape != e.shape:
+            return f"result {i} has shape {g.shape}, the reference {e.shape}"
+        if g.dtype.kind in "iub" and e.dtype.kind in "iub":
+            if not np.array_equal(g, e):
+                return f"result {i} differs at {int(np.argmax(g != e))}"
+            continue
+        g64, e64 = g.astype(np.float64), e.astype(np.float64)
+        finite = np.isfinite(e64)
+        scale = max(1.0, float(np.max(np.abs(e64[finite]), initial=0.0)))
+        close = np.isclose(g64, e64, rtol=1e-3, atol=1e-4 * scale, equal_nan=True)
+        if not close.all():
+            at = int(np.argmax(~close.ravel()))
+            return f"result {i}[{at}] is {g64.ravel()[at]!r}, the reference {e64.ravel()[at]!r}"
+    return None
+
+
+def located(message: str, path: str) -> bool:
+    """Whether a ByocError names the input it is about (its file's name)."""
+    return Path(path).name in message
+
+
+def compare_mlir(model: Any, path: str) -> tuple[str, str]:
+    from byoc.frontend.parse import parse_file
+    from byoc.runtime.reference import run_reference
+
+    args = random_inputs(model.inputs)
+    if args is None:
+        return "success", "too large to run"
+    got = model(*args)
+    try:
+        expected = run_reference(parse_file(path), args)
+    except Exception as err:  # noqa: BLE001 - the reference's limits are not byoc's errors
+        return "success", f"no reference ({type(err).__name__})"
+    wrong = disagreement(got, expected)
+    return ("wrong answer", wrong) if wrong else ("success", "")
+
+
+def compare_onnx(model: Any, path: str) -> tuple[str, str]:
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+
+    from byoc.frontend.onnx import from_onnx
+    from byoc.runtime.reference import run_reference
+
+    args = random_inputs(model.inputs)
+    if args is None:
+        return "success", "too large to run"
+    got = model(*args)
+    try:
+        expected = run_reference(from_onnx(path), args)
+    except Exception as err:  # noqa: BLE001
+        return "success", f"no reference ({type(err).__name__})"
+    wrong = disagreement(got, expected)
+    if wrong:
+        return "wrong answer", f"against byoc's reference: {wrong}"
+    # The importer's meaning against onnx's own, for models onnx calls valid.
+    try:
+        proto = onnx.load(path)
+        onnx.checker.check_model(proto, full_check=True)
+        names = [i.name for i in proto.graph.input if i.name not in {t.name for t in proto.graph.initializer}]
+        official = ReferenceEvaluator(proto).run(None, dict(zip(names, args, strict=True)))
+    except Exception as err:  # noqa: BLE001
+        return "success", f"no onnx reference ({type(err).__name__})"
+    wrong = disagreement(got, [np.asarray(o) for o in official])
+    return ("wrong answer", f"against onnx's reference: {wrong}") if wrong else ("success", "")
+
+
+def compare_saved(model: Any, path: str) -> tuple[str, str]:
+    """A mutant that loads must still compute what its original did."""
+    original = Path(path).with_name(Path(path).name.split(".mutant")[0])
+    args = random_inputs(model.inputs)
+    if args is None or not original.exists():
+        return "success", "nothing to compare"
+    import byoc
+
+    expected = byoc.load(original)(*args)
+    wrong = disagreement(model(*args), list(expected) if isinstance(expected, tuple) else [expected])
+    return ("wrong answer", wrong) if wrong else ("success", "")
+
+
+def run_case(kind: str, path: str, targets: list[str]) -> tuple[str, str]:
+    import byoc
+
+    try:
+        if kind == "saved":
+            model = byoc.load(path)
+            return compare_saved(model, path)
+        model = byoc.compile(path, targets=targets, quiet=True)
+        return (compare_mlir if kind == "mlir" else compare_onnx)(model, path)
+    except byoc.ByocError as err:
+        message = str(err).strip()
+        first = message.splitlines()[0] if message else ""
+        if "internal compiler error" in message:
+            return "traceback", first
+        return ("clean error" if located(message, path) else "unlocated error"), first
+    except Exception as err:  # noqa: BLE001 - exactly what the harness looks for
+        frame = traceback.extract_tb(err.__traceback__)[-1]
+        where = f"{Path(frame.filename).name}:{frame.lineno}"
+        return "traceback", f"{type(err).__name__} at {where}: {str(err)[:300]}"
+
+
+def main() -> None:
+    answers = os.fdopen(int(sys.argv[1]), "w", buffering=1)
+    import onnxruntime
+
+    onnxruntime.set_default_logger_severity(3)
+    answers.write(json.dumps({"outcome": "ready"}) + "\n")
+    for line in sys.stdin:
+        request = json.loads(line)
+        outcome, detail = run_case(request["kind"], request["path"], request.get("targets", []))
+        answers.write(json.dumps({"outcome": outcome, "detail": detail}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
