@@ -11,6 +11,7 @@ checks own the rest of the IR's meaning, each linear in the module's size:
 - `extern.call`: the callee exists, is an outlined function, its types match
   the call's, and no chain of calls leads back to its caller;
 - `@main`: returns at least one value;
+- graph ops (relay, qnn) live in functions, never at module level;
 - sizes: every tensor and memref fits the address space, the 64-bit index
   type, and the ceiling on one buffer (`$BYOC_MAX_BUFFER_BYTES`).
 
@@ -81,6 +82,17 @@ def verify_structure(
     calls = verify_dominance(module)
     verify_calls(module, calls)
     verify_main(module)
+    verify_top_level(module)
+
+
+def verify_top_level(module: ModuleOp) -> None:
+    """No graph op at module level: no pass looks for one there, so it
+    reached the LLVM lowering and failed without a place."""
+    for op in module.body.block.ops:
+        if op.name.startswith("relay."):
+            raise OpVerifyException(
+                op, "is at module level; a model's ops belong in a function"
+            )
 
 
 # --- Dominance ---------------------------------------------------------------------

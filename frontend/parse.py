@@ -256,9 +256,9 @@ def _verify_error(err: Exception, op: Operation | None, name: str) -> ByocError:
 
 def parse_text(text: str, name: str = "<input>", ctx: Context | None = None) -> ModuleOp:
     """Parse and verify relay-dialect text, raising ByocError on bad input."""
-    parser = SourceParser(ctx or make_context(), text, name)
     try:
-        module = parser.parse_module()
+        # The parser lexes its first token as it is made: a bad one is a ParseError.
+        module = SourceParser(ctx or make_context(), text, name).parse_module()
     except ParseError as err:
         raise ByocError(format_parse_error(err)) from None
     verify_module(module, name)

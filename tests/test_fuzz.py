@@ -32,6 +32,20 @@ FOUND = {
         "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %a : tensor<4xf32>\n}\n",
         r"model\.mlir: error: the module has no function @main",
     ),
+    # A bad first token: the parser lexes it as it is made, outside the
+    # try that turns ParseErrors into ByocErrors (a traceback).
+    "bad first character": (
+        "\U001077bdfunc.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %a : tensor<4xf32>\n}\n",
+        r"model\.mlir:1:1: error: Unexpected character",
+    ),
+    "unterminated string first": ('"main', r"model\.mlir:1:1: error: End of file reached before closing string"),
+    # A line of @main repeated after its end: a relay op at module level
+    # reached the LLVM lowering ("module: error: ... cannot lower").
+    "relay op at module level": (
+        "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %a : tensor<4xf32>\n}\n"
+        "  %c = relay.constant dense<0.5> : tensor<f32>\n",
+        r"model\.mlir:4:3: error: 'relay.constant': is at module level; a model's ops belong in a function",
+    ),
 }
 
 
