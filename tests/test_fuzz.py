@@ -7,6 +7,8 @@ successes only: no traceback, crash, hang, unlocated error or wrong answer.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fuzz.runner import fuzz
@@ -58,3 +60,43 @@ def test_what_the_fuzzer_found(case, tmp_path):
     path.write_text(text)
     with pytest.raises(byoc.ByocError, match=message):
         byoc.compile(path, targets=[], cache=False)
+
+
+def _onnx_file(tmp_path, patch):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "b"], ["s"]), helper.make_node("Relu", ["s"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])],
+        [numpy_helper.from_array(np.ones((2, 5), np.float32), "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    data = model.SerializeToString().replace(*patch)
+    path = tmp_path / "model.onnx"
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("targets", [[], ["onnxruntime"]])
+def test_onnx_found_by_the_fuzzer(tmp_path, targets):
+    """An op type that is not UTF-8 (proto2 gives bytes: a TypeError deep in
+    the checks), and an initializer whose dims disagree with its data (a
+    ValueError from onnx when read lazily)."""
+    import byoc
+
+    not_text = _onnx_file(tmp_path, (b"Relu", b"R\xf7lu"))
+    with pytest.raises(byoc.ByocError, match=r"model\.onnx: model\.graph\.node\[1\]\.op_type is not UTF-8 text"):
+        byoc.compile(not_text, targets=targets, cache=False)
+    import onnx
+
+    model = onnx.load(Path(__file__).parent.parent / "examples" / "cnn.onnx")
+    for tensor in model.graph.initializer:
+        if tensor.name == "fc_w":
+            tensor.raw_data = tensor.raw_data[: len(tensor.raw_data) // 2]
+    onnx.save(model, tmp_path / "short.onnx")
+    with pytest.raises(byoc.ByocError, match=r"short\.onnx: cannot read tensor 'fc_w': cannot reshape"):
+        byoc.compile(tmp_path / "short.onnx", targets=targets, cache=False)

@@ -140,6 +140,7 @@ def _check_model(model: onnx.ModelProto, name: str) -> None:
     without a shape, for one); the strict shape inference that follows checks
     types and shapes node by node.
     """
+    _check_text(model, name)
     graph = model.graph
     if model.ir_version <= 0 or not model.HasField("graph") or not graph.output:
         raise ByocError(
@@ -154,6 +155,34 @@ def _check_model(model: onnx.ModelProto, name: str) -> None:
     for index, node in enumerate(graph.node):
         if not node.op_type:
             raise ByocError(f"error: {name}: node #{index} has no op type")
+
+
+def _check_text(model: onnx.ModelProto, name: str) -> None:
+    """Every string field must be text: ONNX's protos are proto2, whose
+    strings decode to `bytes` when they are not UTF-8, and a name or op type
+    of bytes broke the importer with a TypeError. One pass over the messages,
+    without recursion (subgraphs nest as deep as a file says)."""
+    from google.protobuf.descriptor import FieldDescriptor
+    from google.protobuf.message import Message
+
+    stack: list[tuple[Any, str]] = [(model, "model")]
+    while stack:
+        message, where = stack.pop()
+        for field, value in message.ListFields():
+            place = f"{where}.{field.name}"
+            repeated = not isinstance(value, Message | str | bytes)
+            if field.type == FieldDescriptor.TYPE_MESSAGE:
+                if repeated:
+                    stack.extend((item, f"{place}[{i}]") for i, item in enumerate(value))
+                else:
+                    stack.append((value, place))
+            elif field.type == FieldDescriptor.TYPE_STRING:
+                for i, text in enumerate(value if repeated else [value]):
+                    if not isinstance(text, str):
+                        at = f"{place}[{i}]" if repeated else place
+                        raise ByocError(
+                            f"error: {name}: {at} is not UTF-8 text ({bytes(text)[:60]!r})"
+                        )
 
 
 def default_opset(model: onnx.ModelProto) -> int:

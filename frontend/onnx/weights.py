@@ -162,7 +162,12 @@ class LeanWeights:
 
         original = self.tensors.get(tensor.name)
         if original is not None:
-            return numpy_helper.to_array(original)
+            try:
+                return numpy_helper.to_array(original)
+            except Exception as err:  # noqa: BLE001 - dims that disagree with the data
+                raise ByocError(
+                    f"error: {filename}: cannot read tensor '{tensor.name}': {err}"
+                ) from None
         span = self.spans.get(tensor.name)
         if span is None:
             return None
