@@ -74,7 +74,7 @@ def _onnx_file(tmp_path, patch):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])],
         [numpy_helper.from_array(np.ones((2, 5), np.float32), "b")],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="fuzz-test")
     data = model.SerializeToString().replace(*patch)
     path = tmp_path / "model.onnx"
     path.write_bytes(data)
@@ -83,16 +83,23 @@ def _onnx_file(tmp_path, patch):
 
 @pytest.mark.parametrize("targets", [[], ["onnxruntime"]])
 def test_onnx_found_by_the_fuzzer(tmp_path, targets):
-    """An op type that is not UTF-8 (proto2 gives bytes: a TypeError deep in
-    the checks), and an initializer whose dims disagree with its data (a
-    ValueError from onnx when read lazily)."""
+    """An op type or producer name that is not UTF-8 (proto2 gives bytes: a
+    TypeError in the checks, a UnicodeDecodeError copying the model), and an
+    initializer whose data disagrees with its dims (onnx's ValueError when
+    read lazily)."""
+    import onnx
+
     import byoc
 
     not_text = _onnx_file(tmp_path, (b"Relu", b"R\xf7lu"))
     with pytest.raises(byoc.ByocError, match=r"model\.onnx: model\.graph\.node\[1\]\.op_type is not UTF-8 text"):
         byoc.compile(not_text, targets=targets, cache=False)
-    import onnx
-
+    # Copying the model (to leave out large weights) decoded the field: UnicodeDecodeError.
+    not_text = _onnx_file(tmp_path, (b"fuzz-test", b"f\xbbzz-test"))
+    with pytest.raises(byoc.ByocError, match=r"model\.onnx: model\.producer_name is not UTF-8 text"):
+        byoc.compile(not_text, targets=targets, cache=False)
+    with pytest.raises(byoc.ByocError, match=r"<onnx model>: model\.producer_name is not UTF-8 text"):
+        byoc.compile(onnx.load(not_text), targets=targets, cache=False)
     model = onnx.load(Path(__file__).parent.parent / "examples" / "cnn.onnx")
     for tensor in model.graph.initializer:
         if tensor.name == "fc_w":

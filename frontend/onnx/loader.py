@@ -89,7 +89,9 @@ def load_lean_model(
     from byoc.frontend.onnx.weights import LeanWeights, WireError, lean_copy, load_lean
 
     onnx = _onnx()
+    # Text first: copying a field that is not UTF-8 raises UnicodeDecodeError.
     if isinstance(source, onnx.ModelProto):
+        _check_text(source, "<onnx model>")
         model, weights = lean_copy(source)
         return model, "<onnx model>", weights
     if isinstance(source, (str, Path)):
@@ -113,8 +115,10 @@ def load_lean_model(
                     f"error: {source}: not an ONNX model, or a truncated one (cannot "
                     f"decode the protobuf: {err})"
                 ) from None
+            _check_text(model, str(source))
             return model, str(source), weights
     model, name = load_model(source)
+    _check_text(model, name)
     model, weights = lean_copy(model)
     return model, name, weights
 
@@ -140,7 +144,6 @@ def _check_model(model: onnx.ModelProto, name: str) -> None:
     without a shape, for one); the strict shape inference that follows checks
     types and shapes node by node.
     """
-    _check_text(model, name)
     graph = model.graph
     if model.ir_version <= 0 or not model.HasField("graph") or not graph.output:
         raise ByocError(
