@@ -124,6 +124,8 @@ class Tally:
     kind: str
     counts: Counter[str] = field(default_factory=Counter)
     findings: list[str] = field(default_factory=list)
+    unverified: int = 0
+    """Successes no reference could decide (onnx's and onnxruntime's disagree or refuse)."""
 
     @property
     def bad(self) -> int:
@@ -132,11 +134,13 @@ class Tally:
     def line(self) -> str:
         total = sum(self.counts.values())
         parts = ", ".join(f"{outcome} {self.counts[outcome]}" for outcome in OUTCOMES)
-        return f"{self.kind:6} {total:6} cases: {parts}"
+        note = f" ({self.unverified} successes unverified)" if self.unverified else ""
+        return f"{self.kind:6} {total:6} cases: {parts}{note}"
 
 
 def record(tally: Tally, outcome: str, detail: str, description: str, data: bytes, suffix: str, findings: Path | None) -> None:
     tally.counts[outcome] += 1
+    tally.unverified += outcome == "success" and detail.startswith("unverified")
     if outcome in GOOD:
         return
     n = sum(tally.counts[o] for o in OUTCOMES if o not in GOOD)
