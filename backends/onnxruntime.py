@@ -85,17 +85,18 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
 
 
 def _pool_check(op: Operation) -> str | None:
-    """ONNX Runtime drops a ceil_mode window that starts in the bottom/right
-    padding (PyTorch's rule); Relay keeps it."""
-    assert isinstance(op, relay.Pool2dOp)
+    """ONNX Runtime drops a ceil_mode window that starts in the end padding
+    (PyTorch's rule); Relay keeps it."""
+    assert isinstance(op, relay.Pool2dOp | relay.Pool3dOp)
     attrs = op.attrs()
     if not attrs["ceil_mode"]:
         return None
-    top, left, _, _ = relay.normalize_padding(attrs["padding"], op.name)
     data, out = _shape(op.operands[0]), _shape(op.results[0])
-    for dim, begin in ((2, top), (3, left)):
-        stride = attrs["strides"][dim - 2]
-        if (out[dim] - 1) * stride >= data[dim] + begin:
+    spatial = len(data) - 2
+    pads = relay.normalize_padding_nd(attrs["padding"], spatial, op.name)
+    for axis in range(spatial):
+        dim = axis + 2
+        if (out[dim] - 1) * attrs["strides"][axis] >= data[dim] + pads[axis]:
             return (
                 f"with ceil_mode, the last window along dimension {dim} starts in "
                 "the padding, which ONNX Runtime drops; use ceil_mode=false or "
@@ -136,15 +137,17 @@ SUPPORTED: dict[str, Check] = {
             relay.DenseOp,
             relay.MatmulOp,
             relay.BatchMatmulOp,
-            relay.Conv2dOp,
+            *relay.CONV_OPS,
             relay.GlobalAvgPool2dOp,
             *relay.NORMALIZATION_OPS,
             *relay.SHAPE_OPS,
             *relay.REDUCTION_OPS,
         )
     },
-    relay.MaxPool2dOp.name: _checked(_pool_check),
-    relay.AvgPool2dOp.name: _checked(_pool_check),
+    **{
+        op.name: _checked(_pool_check)
+        for op in (relay.MaxPool2dOp, relay.AvgPool2dOp, relay.MaxPool3dOp, relay.AvgPool3dOp)
+    },
     relay.LrnOp.name: _checked(_lrn_check),
     relay.InstanceNormOp.name: _checked(_instance_norm_check),
 }
@@ -298,19 +301,35 @@ def _batch_matmul(g: GraphBuilder, op: Operation, args: list[str], out: str) -> 
     g.node("MatMul", [x, y], out)
 
 
-def _conv2d(g: GraphBuilder, op: Operation, args: list[str], out: str) -> None:
+def _padding(op: Operation) -> list[int]:
+    """The op's padding as ONNX pads (begins..., ends...)."""
     attrs = op.attrs()  # type: ignore[attr-defined]
-    _, _, kh, kw = _shape(op.operands[1])
-    g.node(
-        "Conv",
-        args,
-        out,
-        kernel_shape=[kh, kw],
-        strides=list(attrs["strides"]),
-        pads=list(relay.normalize_padding(attrs["padding"], op.name)),
-        dilations=list(attrs["dilation"]),
-        group=attrs["groups"],
-    )
+    spatial = len(_shape(op.operands[0])) - 2
+    return list(relay.normalize_padding_nd(attrs["padding"], spatial, op.name))
+
+
+def _conv(op_type: str) -> Emitter:
+    """Conv (conv2d, conv3d) or ConvTranspose (their transposes): the same
+    attributes, and ONNX's weight layouts are relay's."""
+
+    def emit(g: GraphBuilder, op: Operation, args: list[str], out: str) -> None:
+        attrs = op.attrs()  # type: ignore[attr-defined]
+        extra = {}
+        if "output_padding" in attrs:
+            extra["output_padding"] = list(attrs["output_padding"])
+        g.node(
+            op_type,
+            args,
+            out,
+            kernel_shape=list(_shape(op.operands[1])[2:]),
+            strides=list(attrs["strides"]),
+            pads=_padding(op),
+            dilations=list(attrs["dilation"]),
+            group=attrs["groups"],
+            **extra,
+        )
+
+    return emit
 
 
 def _pool(op_type: str) -> Emitter:
@@ -325,7 +344,7 @@ def _pool(op_type: str) -> Emitter:
             out,
             kernel_shape=list(attrs["pool_size"]),
             strides=list(attrs["strides"]),
-            pads=list(relay.normalize_padding(attrs["padding"], op.name)),
+            pads=_padding(op),
             dilations=list(attrs["dilation"]),
             ceil_mode=int(attrs["ceil_mode"]),
             **extra,
@@ -483,9 +502,14 @@ EMITTERS: dict[str, Emitter] = {
     relay.DenseOp.name: _dense,
     relay.MatmulOp.name: _matmul,
     relay.BatchMatmulOp.name: _batch_matmul,
-    relay.Conv2dOp.name: _conv2d,
+    relay.Conv2dOp.name: _conv("Conv"),
+    relay.Conv3dOp.name: _conv("Conv"),
+    relay.Conv2dTransposeOp.name: _conv("ConvTranspose"),
+    relay.Conv3dTransposeOp.name: _conv("ConvTranspose"),
     relay.MaxPool2dOp.name: _pool("MaxPool"),
     relay.AvgPool2dOp.name: _pool("AveragePool"),
+    relay.MaxPool3dOp.name: _pool("MaxPool"),
+    relay.AvgPool3dOp.name: _pool("AveragePool"),
     relay.GlobalAvgPool2dOp.name: _simple("GlobalAveragePool"),
     relay.SoftmaxOp.name: _softmax("Softmax"),
     relay.LogSoftmaxOp.name: _softmax("LogSoftmax"),

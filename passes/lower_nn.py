@@ -694,16 +694,60 @@ class Window:
 
 def _windows(
     op: Operation, data: SSAValue, out: SSAValue, kernel: Sequence[int]
-) -> tuple[Window, Window]:
-    """The H and W windows of a conv2d or pool2d op from its attributes."""
+) -> list[Window]:
+    """The spatial windows (D, H, W or H, W) of a conv or pool op from its attributes."""
     attrs = op.attrs()
-    top, left, bottom, right = relay.normalize_padding(attrs["padding"], op.name)
-    (_, _, h, w), (_, _, oh, ow) = shape_of(data), shape_of(out)
-    (sh, sw), (dh, dw) = attrs["strides"], attrs["dilation"]
-    return (
-        Window(h, kernel[0], sh, dh, top, bottom, oh),
-        Window(w, kernel[1], sw, dw, left, right, ow),
-    )
+    sizes, outs = shape_of(data)[2:], shape_of(out)[2:]
+    n = len(sizes)
+    pads = relay.normalize_padding_nd(attrs["padding"], n, op.name)
+    return [
+        Window(
+            sizes[d],
+            kernel[d],
+            attrs["strides"][d],
+            attrs["dilation"][d],
+            pads[d],
+            pads[d + n],
+            outs[d],
+        )
+        for d in range(n)
+    ]
+
+
+TAP_NAMES = ("kd", "ki", "kj")
+OUTPUT_NAMES = ("oz", "oy", "ox")
+"""Loop names of the kernel taps and the outputs along (D,) H, W."""
+
+
+def sweep_window_taps(
+    b: BodyBuilder,
+    windows: Sequence[Window],
+    body: Callable[[BodyBuilder, list[Index], list[Index], list[Index]], None],
+    names: Sequence[str] = OUTPUT_NAMES,
+) -> None:
+    """For each kernel tap (one loop per window, outermost), call
+    `body(builder, taps, outputs, inputs)` over every output the tap sees.
+
+    The innermost loop runs along the last output dim (unit stride in the
+    output, the stride in the input), without a branch: padding is skipped by
+    the ranges, each computed beside its tap loop.
+    """
+    n = len(windows)
+    taps: list[Index] = []
+    ranges: list[tuple[Index, Index]] = []
+    starts: list[Index] = []
+    for window, name in zip(windows, TAP_NAMES[-n:]):
+        b, (tap,) = nest(b, (window.kernel,), [name])
+        taps.append(tap)
+        ranges.append(window.outputs_of(b, tap))
+        starts.append(window.start_of(b, tap))
+    outputs: list[Index] = []
+    inputs: list[Index] = []
+    for window, (low, high), start, name in zip(windows, ranges, starts, names[-n:]):
+        b, output = for_range(b, low, high, name)
+        outputs.append(output)
+        inputs.append(window.input_of(b, output, start))
+    body(b, taps, outputs, inputs)
 
 
 def sweep_taps(
@@ -713,38 +757,29 @@ def sweep_taps(
     plane: Sequence[Index],
     body: Callable[[BodyBuilder, Index, Index, list[Index], list[Index]], None],
 ) -> None:
-    """For each kernel tap (i, j), outermost, call `body(builder, i, j, out
-    indices, input indices)` over every output of the plane the tap sees.
+    """`sweep_window_taps` over two windows, calling `body(builder, i, j, out
+    indices, input indices)` with the output indices after `plane`."""
 
-    The innermost loop runs along an output row (unit stride in the output, the
-    W stride in the input), without a branch: padding is skipped by the ranges.
-    """
-    i_b, (i,) = nest(b, (rows.kernel,), ["ki"])
-    y_lo, y_hi = rows.outputs_of(i_b, i)
-    y_start = rows.start_of(i_b, i)
-    j_b, (j,) = nest(i_b, (cols.kernel,), ["kj"])
-    x_lo, x_hi = cols.outputs_of(j_b, j)
-    x_start = cols.start_of(j_b, j)
-    y_b, oy = for_range(j_b, y_lo, y_hi, "oy")
-    iy = rows.input_of(y_b, oy, y_start)
-    x_b, ox = for_range(y_b, x_lo, x_hi, "ox")
-    ix = cols.input_of(x_b, ox, x_start)
-    body(x_b, i, j, [*plane, oy, ox], [iy, ix])
+    def tap(x_b: BodyBuilder, taps: list[Index], at: list[Index], src: list[Index]) -> None:
+        body(x_b, taps[0], taps[1], [*plane, *at], src)
+
+    sweep_window_taps(b, [rows, cols], tap)
 
 
-def lower_conv2d(
+def lower_conv(
     b: BodyBuilder,
     op: Operation,
     operands: Sequence[SSAValue],
     results: Sequence[SSAValue],
 ) -> None:
-    """Lowers `relay.nn.conv2d` (NCHW, OIHW, groups) to output planes accumulated tap by tap."""
-    assert isinstance(op, relay.Conv2dOp)
+    """Lowers `relay.nn.conv2d` and `conv3d` (NC..., OI..., groups) to output
+    planes accumulated tap by tap."""
+    assert isinstance(op, relay.Conv2dOp | relay.Conv3dOp)
     (data, weight), (out,) = operands, results
-    n_out, channels_in, kh, kw = shape_of(weight)
+    n_out, channels_in, *kernel = shape_of(weight)
     groups = op.attrs()["groups"]
     per_group = n_out // groups
-    rows, cols = _windows(op, data, out, (kh, kw))
+    windows = _windows(op, data, out, kernel)
     typ = element_type_of(out)
     zero = b.constant(0.0, typ)
 
@@ -752,88 +787,149 @@ def lower_conv2d(
         b, (shape_of(data)[0], groups, per_group), ["n", "g", "o"]
     )
     o = index_add(plane_b, index_mul(plane_b, g, per_group), o_in_group)
-    fill_b, (oy, ox) = nest(plane_b, (rows.outputs, cols.outputs), ["oy", "ox"])
-    store(fill_b, zero, out, [n, o, oy, ox])
+    fill_b, outputs = nest(
+        plane_b, [w.outputs for w in windows], OUTPUT_NAMES[-len(windows) :]
+    )
+    store(fill_b, zero, out, [n, o, *outputs])
     c_b, (c,) = nest(plane_b, (channels_in,), ["c"])
     channel = index_add(c_b, index_mul(c_b, g, channels_in), c)
 
-    def tap(x_b: BodyBuilder, i: Index, j: Index, at: list[Index], src: list[Index]):
+    def tap(x_b: BodyBuilder, taps: list[Index], at: list[Index], src: list[Index]):
         # The weight load is invariant in the plane loops (hoisted by LICM).
         product = binary(
             x_b,
             arith.MulfOp,
             load(x_b, data, [n, channel, *src]),
-            load(x_b, weight, [o, c, i, j]),
+            load(x_b, weight, [o, c, *taps]),
         )
-        accumulate(x_b, arith.AddfOp, out, at, product)
+        accumulate(x_b, arith.AddfOp, out, [n, o, *at], product)
 
-    sweep_taps(c_b, rows, cols, [n, o], tap)
+    sweep_window_taps(c_b, windows, tap)
 
 
-def lower_max_pool2d(
+def lower_conv_transpose(
     b: BodyBuilder,
     op: Operation,
     operands: Sequence[SSAValue],
     results: Sequence[SSAValue],
 ) -> None:
-    """Lowers `relay.nn.max_pool2d` to planes started at -inf (the smallest
-    integer) and maxed tap by tap."""
-    assert isinstance(op, relay.MaxPool2dOp)
+    """Lowers `relay.nn.conv2d_transpose` and `conv3d_transpose` as a scatter:
+    each tap adds `data * weight[c, o, tap]` over the input plane into the
+    output at `input * stride + tap * dilation - pad`. The input ranges are
+    clamped so every write lands in the output (a conv's windows with the
+    roles of input and output swapped)."""
+    assert isinstance(op, relay.ConvTransposeOp)
+    (data, weight), (out,) = operands, results
+    attrs = op.attrs()
+    channels_in, per_group, *kernel = shape_of(weight)
+    groups = attrs["groups"]
+    in_group = channels_in // groups
+    sizes, outs = shape_of(data)[2:], shape_of(out)[2:]
+    n = len(sizes)
+    pads = relay.normalize_padding_nd(attrs["padding"], n, op.name)
+    windows = [
+        Window(
+            outs[d],
+            kernel[d],
+            attrs["strides"][d],
+            attrs["dilation"][d],
+            pads[d],
+            pads[d + n],
+            sizes[d],
+        )
+        for d in range(n)
+    ]
+    fill(b, out, b.constant(0.0, element_type_of(out)))
+    plane_b, (batch, g, o_in_group) = nest(
+        b, (shape_of(data)[0], groups, per_group), ["n", "g", "o"]
+    )
+    o = index_add(plane_b, index_mul(plane_b, g, per_group), o_in_group)
+    c_b, (c,) = nest(plane_b, (in_group,), ["c"])
+    channel = index_add(c_b, index_mul(c_b, g, in_group), c)
+
+    def tap(x_b: BodyBuilder, taps: list[Index], at: list[Index], dst: list[Index]):
+        product = binary(
+            x_b,
+            arith.MulfOp,
+            load(x_b, data, [batch, channel, *at]),
+            load(x_b, weight, [channel, o_in_group, *taps]),
+        )
+        accumulate(x_b, arith.AddfOp, out, [batch, o, *dst], product)
+
+    sweep_window_taps(c_b, windows, tap, ("iz", "iy", "ix"))
+
+
+def lower_max_pool(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.max_pool2d` and `max_pool3d` to planes started at -inf
+    (the smallest integer) and maxed tap by tap."""
+    assert isinstance(op, relay.MaxPool2dOp | relay.MaxPool3dOp)
     (data,), (out,) = operands, results
-    rows, cols = _windows(op, data, out, op.attrs()["pool_size"])
+    windows = _windows(op, data, out, op.attrs()["pool_size"])
     n_batch, channels = shape_of(out)[:2]
     typ = element_type_of(out)
     low = b.constant(lowest(typ), typ)
     plane_b, plane = nest(b, (n_batch, channels), ["n", "c"])
-    fill_b, (oy, ox) = nest(plane_b, (rows.outputs, cols.outputs), ["oy", "ox"])
-    store(fill_b, low, out, [*plane, oy, ox])
+    fill_b, outputs = nest(
+        plane_b, [w.outputs for w in windows], OUTPUT_NAMES[-len(windows) :]
+    )
+    store(fill_b, low, out, [*plane, *outputs])
     integer = isinstance(typ, IntegerType)
 
-    def tap(x_b: BodyBuilder, i: Index, j: Index, at: list[Index], src: list[Index]):
+    def tap(x_b: BodyBuilder, taps: list[Index], at: list[Index], src: list[Index]):
         value = load(x_b, data, [*plane, *src])
+        where = [*plane, *at]
         if integer:
-            store(x_b, _integer_max(x_b, load(x_b, out, at), value), out, at)
+            store(x_b, _integer_max(x_b, load(x_b, out, where), value), out, where)
         else:
-            accumulate(x_b, arith.MaximumfOp, out, at, value)
+            accumulate(x_b, arith.MaximumfOp, out, where, value)
 
-    sweep_taps(plane_b, rows, cols, plane, tap)
+    sweep_window_taps(plane_b, windows, tap)
 
 
-def lower_avg_pool2d(
+def lower_avg_pool(
     b: BodyBuilder,
     op: Operation,
     operands: Sequence[SSAValue],
     results: Sequence[SSAValue],
 ) -> None:
-    """Lowers `relay.nn.avg_pool2d` to planes summed tap by tap, then divided by
-    each window's count (padding counted if `count_include_pad`)."""
-    assert isinstance(op, relay.AvgPool2dOp)
+    """Lowers `relay.nn.avg_pool2d` and `avg_pool3d` to planes summed tap by
+    tap, then divided by each window's count (padding counted if
+    `count_include_pad`)."""
+    assert isinstance(op, relay.AvgPool2dOp | relay.AvgPool3dOp)
     (data,), (out,) = operands, results
     attrs = op.attrs()
     include_pad = bool(attrs["count_include_pad"])
-    rows, cols = _windows(op, data, out, attrs["pool_size"])
+    windows = _windows(op, data, out, attrs["pool_size"])
+    names = OUTPUT_NAMES[-len(windows) :]
     n_batch, channels = shape_of(out)[:2]
     typ = element_type_of(out)
     plane_b, plane = nest(b, (n_batch, channels), ["n", "c"])
-    fill_b, (oy, ox) = nest(plane_b, (rows.outputs, cols.outputs), ["oy", "ox"])
-    store(fill_b, b.constant(0.0, typ), out, [*plane, oy, ox])
+    fill_b, outputs = nest(plane_b, [w.outputs for w in windows], names)
+    store(fill_b, b.constant(0.0, typ), out, [*plane, *outputs])
 
-    def tap(x_b: BodyBuilder, i: Index, j: Index, at: list[Index], src: list[Index]):
-        accumulate(x_b, arith.AddfOp, out, at, load(x_b, data, [*plane, *src]))
+    def tap(x_b: BodyBuilder, taps: list[Index], at: list[Index], src: list[Index]):
+        accumulate(x_b, arith.AddfOp, out, [*plane, *at], load(x_b, data, [*plane, *src]))
 
-    sweep_taps(plane_b, rows, cols, plane, tap)
+    sweep_window_taps(plane_b, windows, tap)
 
-    y_b, oy = for_range(plane_b, 0, rows.outputs, "oy")
-    count_y = rows.count_of(y_b, oy, include_pad)
-    x_b, ox = for_range(y_b, 0, cols.outputs, "ox")
-    count_x = cols.count_of(x_b, ox, include_pad)
-    count = index_max(x_b, 1, _index_product(x_b, count_y, count_x))
+    o_b = plane_b
+    outputs, count = [], 1
+    for window, name in zip(windows, names):
+        o_b, output = for_range(o_b, 0, window.outputs, name)
+        outputs.append(output)
+        count = _index_product(o_b, count, window.count_of(o_b, output, include_pad))
+    count = index_max(o_b, 1, count)
     if isinstance(count, int):
-        divisor = x_b.constant(float(count), typ)
+        divisor = o_b.constant(float(count), typ)
     else:
-        wide = x_b.scalar(arith.IndexCastOp, count, result_type=i64)
-        divisor = x_b.scalar(arith.SIToFPOp, wide, result_type=typ)
-    accumulate(x_b, arith.DivfOp, out, [*plane, oy, ox], divisor)
+        wide = o_b.scalar(arith.IndexCastOp, count, result_type=i64)
+        divisor = o_b.scalar(arith.SIToFPOp, wide, result_type=typ)
+    accumulate(o_b, arith.DivfOp, out, [*plane, *outputs], divisor)
 
 
 def _index_product(b: BodyBuilder, x: Index, y: Index) -> Index:
@@ -1161,9 +1257,14 @@ NN_LOWERINGS: dict[type[Operation], OpLowering] = {
     relay.DenseOp: lower_dense,
     relay.MatmulOp: lower_matmul,
     relay.BatchMatmulOp: lower_batch_matmul,
-    relay.Conv2dOp: lower_conv2d,
-    relay.MaxPool2dOp: lower_max_pool2d,
-    relay.AvgPool2dOp: lower_avg_pool2d,
+    relay.Conv2dOp: lower_conv,
+    relay.Conv3dOp: lower_conv,
+    relay.Conv2dTransposeOp: lower_conv_transpose,
+    relay.Conv3dTransposeOp: lower_conv_transpose,
+    relay.MaxPool2dOp: lower_max_pool,
+    relay.AvgPool2dOp: lower_avg_pool,
+    relay.MaxPool3dOp: lower_max_pool,
+    relay.AvgPool3dOp: lower_avg_pool,
     relay.GlobalAvgPool2dOp: lower_global_avg_pool2d,
     relay.SoftmaxOp: lower_softmax,
     relay.LogSoftmaxOp: lower_softmax,

@@ -10,6 +10,7 @@ dtype, so a float32 op gives float32 results close to exact.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -161,35 +162,88 @@ def _windows(
     strides: Sequence[int],
     dilation: Sequence[int],
 ) -> np.ndarray:
-    """Every window of the last two axes of `x`: shape `(..., OH, OW, KH, KW)`."""
+    """Every window of the last `len(kernel)` axes of `x`: shape
+    `(..., O1, ..., On, K1, ..., Kn)`."""
+    n = len(kernel)
     spans = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
-    view = np.lib.stride_tricks.sliding_window_view(x, spans, axis=(-2, -1))
-    return view[..., :: strides[0], :: strides[1], :: dilation[0], :: dilation[1]]
+    view = np.lib.stride_tricks.sliding_window_view(x, spans, axis=tuple(range(-n, 0)))
+    steps = (*(slice(None, None, s) for s in strides), *(slice(None, None, d) for d in dilation))
+    return view[(Ellipsis, *steps)]
 
 
-def _conv2d(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+def _pad_spatial(
+    x: np.ndarray, pads: Sequence[int], extra: Sequence[int], value: float
+) -> np.ndarray:
+    """`x` padded on its last `len(extra)` axes: `pads` (begins..., ends...)
+    plus `extra` more at each end."""
+    n = len(extra)
+    widths = [(0, 0)] * (x.ndim - n) + [
+        (pads[d], pads[d + n] + extra[d]) for d in range(n)
+    ]
+    return np.pad(x, widths, constant_values=value)
+
+
+_OUT_AXES, _TAP_AXES = "xyz", "ijk"
+
+
+def _conv(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     data, weight = args
     attrs = _attrs(op)
-    top, left, bottom, right = relay.normalize_padding(attrs["padding"], op.name)
+    spatial = data.ndim - 2
+    pads = relay.normalize_padding_nd(attrs["padding"], spatial, op.name)
     groups = attrs["groups"]
-    n, c, _, _ = data.shape
-    o, i, kh, kw = weight.shape
-    padded = np.pad(_wide(data), ((0, 0), (0, 0), (top, bottom), (left, right)))
-    win = _windows(padded, (kh, kw), attrs["strides"], attrs["dilation"])
-    oh, ow = win.shape[2], win.shape[3]
-    win = win.reshape(n, groups, c // groups, oh, ow, kh, kw)
-    w = _wide(weight).reshape(groups, o // groups, i, kh, kw)
-    out = np.einsum("ngchwij,gocij->ngohw", win, w, optimize=True)
-    return _as(out.reshape(n, o, oh, ow), data)
+    n, c = data.shape[:2]
+    o, i, *kernel = weight.shape
+    padded = _pad_spatial(_wide(data), pads, (0,) * spatial, 0.0)
+    win = _windows(padded, kernel, attrs["strides"], attrs["dilation"])
+    outs = win.shape[2 : 2 + spatial]
+    win = win.reshape(n, groups, c // groups, *outs, *kernel)
+    w = _wide(weight).reshape(groups, o // groups, i, *kernel)
+    out_axes, taps = _OUT_AXES[-spatial:], _TAP_AXES[-spatial:]
+    out = np.einsum(f"ngc{out_axes}{taps},goc{taps}->ngo{out_axes}", win, w, optimize=True)
+    return _as(out.reshape(n, o, *outs), data)
+
+
+def _conv_transpose(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    """Each kernel tap scatters `data x weight[:, :, tap]` over a strided
+    window of the full (unpadded) output, which is then cropped by the padding."""
+    data, weight = args
+    attrs = _attrs(op)
+    spatial = data.ndim - 2
+    pads = relay.normalize_padding_nd(attrs["padding"], spatial, op.name)
+    strides, dilation = attrs["strides"], attrs["dilation"]
+    groups = attrs["groups"]
+    n, c, *sizes = data.shape
+    _, per_group, *kernel = weight.shape
+    outs = op.results[0].type.get_shape()[2:]  # type: ignore[attr-defined]
+    full = [
+        max((sizes[d] - 1) * strides[d] + dilation[d] * (kernel[d] - 1) + 1, pads[d] + outs[d])
+        for d in range(spatial)
+    ]
+    total = np.zeros((n, groups, per_group, *full))
+    x = _wide(data).reshape(n, groups, c // groups, *sizes)
+    w = _wide(weight).reshape(groups, c // groups, per_group, *kernel)
+    for tap in itertools.product(*(range(k) for k in kernel)):
+        contribution = np.einsum("ngc...,gco->ngo...", x, w[(Ellipsis, *tap)])
+        window = tuple(
+            slice(t * dl, t * dl + (size - 1) * s + 1, s)
+            for t, dl, size, s in zip(tap, dilation, sizes, strides)
+        )
+        total[(Ellipsis, *window)] += contribution
+    crop = tuple(slice(pads[d], pads[d] + outs[d]) for d in range(spatial))
+    out = total[(Ellipsis, *crop)].reshape(n, groups * per_group, *outs)
+    return _as(out, data)
 
 
 def _pool_geometry(
     op: Operation, data: np.ndarray
-) -> tuple[dict[str, Any], tuple[int, int, int, int], tuple[int, int]]:
-    """Attributes, explicit padding and the extra bottom/right padding `ceil_mode` needs."""
+) -> tuple[dict[str, Any], tuple[int, ...], tuple[int, ...]]:
+    """Attributes, explicit padding (begins..., ends...) and the extra end
+    padding `ceil_mode` needs."""
     attrs = _attrs(op)
-    pads = relay.normalize_padding(attrs["padding"], op.name)
-    out = relay.pool2d_output_shape(
+    spatial = data.ndim - 2
+    pads = relay.normalize_padding_nd(attrs["padding"], spatial, op.name)
+    out = relay.pool_output_shape(
         data.shape,
         attrs["pool_size"],
         attrs["strides"],
@@ -197,50 +251,44 @@ def _pool_geometry(
         attrs["dilation"],
         attrs["ceil_mode"],
         op.name,
+        spatial,
     )
     extra = []
-    for dim in range(2):
+    for dim in range(spatial):
         span = attrs["dilation"][dim] * (attrs["pool_size"][dim] - 1) + 1
         needed = (out[2 + dim] - 1) * attrs["strides"][dim] + span
-        have = data.shape[2 + dim] + pads[dim] + pads[dim + 2]
+        have = data.shape[2 + dim] + pads[dim] + pads[dim + spatial]
         extra.append(max(0, needed - have))
-    return attrs, pads, (extra[0], extra[1])
+    return attrs, pads, tuple(extra)
 
 
-def _pad_hw(
-    x: np.ndarray, pads: Sequence[int], extra: Sequence[int], value: float
-) -> np.ndarray:
-    top, left, bottom, right = pads
-    widths = [(0, 0)] * (x.ndim - 2) + [(top, bottom + extra[0]), (left, right + extra[1])]
-    return np.pad(x, widths, constant_values=value)
-
-
-def _max_pool2d(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+def _max_pool(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     (data,) = args
     attrs, pads, extra = _pool_geometry(op, data)
+    spatial = len(extra)
     lowest = np.iinfo(data.dtype).min if data.dtype.kind in "iu" else -np.inf
-    padded = _pad_hw(data, pads, extra, lowest)
+    padded = _pad_spatial(data, pads, extra, lowest)
     win = _windows(padded, attrs["pool_size"], attrs["strides"], attrs["dilation"])
-    return win.max(axis=(-2, -1))
+    return win.max(axis=tuple(range(-spatial, 0)))
 
 
-def _avg_pool2d(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+def _avg_pool(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     (data,) = args
     attrs, pads, extra = _pool_geometry(op, data)
+    spatial = len(extra)
+    axes = tuple(range(-spatial, 0))
     size, strides, dilation = attrs["pool_size"], attrs["strides"], attrs["dilation"]
-    total = _windows(_pad_hw(_wide(data), pads, extra, 0.0), size, strides, dilation)
-    total = total.sum(axis=(-2, -1))
+    total = _windows(_pad_spatial(_wide(data), pads, extra, 0.0), size, strides, dilation)
+    total = total.sum(axis=axes)
     # The divisor: real elements in the window, plus the explicit padding if
     # count_include_pad; the extra ceil_mode padding never counts.
+    sizes = data.shape[2:]
     if attrs["count_include_pad"]:
-        top, left, bottom, right = pads
-        counted = np.ones(
-            (data.shape[2] + top + bottom, data.shape[3] + left + right)
-        )
-        counted = _pad_hw(counted, (0, 0, 0, 0), extra, 0.0)
+        padded_sizes = [sizes[d] + pads[d] + pads[d + spatial] for d in range(spatial)]
+        counted = _pad_spatial(np.ones(padded_sizes), (0,) * (2 * spatial), extra, 0.0)
     else:
-        counted = _pad_hw(np.ones(data.shape[2:]), pads, extra, 0.0)
-    count = _windows(counted, size, strides, dilation).sum(axis=(-2, -1))
+        counted = _pad_spatial(np.ones(sizes), pads, extra, 0.0)
+    count = _windows(counted, size, strides, dilation).sum(axis=axes)
     return _as(total / np.maximum(count, 1.0), data)
 
 
@@ -596,9 +644,14 @@ REFERENCE: dict[str, Kernel] = {
     relay.DenseOp.name: _dense,
     relay.MatmulOp.name: _matmul,
     relay.BatchMatmulOp.name: _batch_matmul,
-    relay.Conv2dOp.name: _conv2d,
-    relay.MaxPool2dOp.name: _max_pool2d,
-    relay.AvgPool2dOp.name: _avg_pool2d,
+    relay.Conv2dOp.name: _conv,
+    relay.Conv3dOp.name: _conv,
+    relay.Conv2dTransposeOp.name: _conv_transpose,
+    relay.Conv3dTransposeOp.name: _conv_transpose,
+    relay.MaxPool2dOp.name: _max_pool,
+    relay.AvgPool2dOp.name: _avg_pool,
+    relay.MaxPool3dOp.name: _max_pool,
+    relay.AvgPool3dOp.name: _avg_pool,
     relay.GlobalAvgPool2dOp.name: _global_avg_pool2d,
     relay.SoftmaxOp.name: _softmax,
     relay.LogSoftmaxOp.name: _log_softmax,

@@ -672,6 +672,73 @@ def test_pool2d_generated(configs: list[Pool]):
     check([c for i, pool in enumerate(configs) for c in pool.cases(seed=i)], ["host"])
 
 
+# --- 3-d windows, transposed convolutions -------------------------------------------
+
+
+WINDOW_OPS_3D = [
+    # (label, builder, data shape, weight shape or None)
+    ("conv3d 3x3x3 pad 1", lambda d, w: relay.Conv3dOp(d, w, padding=1), (1, 2, 4, 5, 3), (3, 2, 3, 3, 3)),
+    (
+        "conv3d strided dilated asymmetric",
+        lambda d, w: relay.Conv3dOp(d, w, (2, 1, 2), (0, 1, 2, 1, 0, 1), (1, 2, 1)),
+        (2, 2, 5, 6, 5),
+        (2, 2, 2, 3, 2),
+    ),
+    ("conv3d groups", lambda d, w: relay.Conv3dOp(d, w, groups=2), (1, 4, 3, 3, 3), (4, 2, 2, 1, 2)),
+    ("conv3d depthwise", lambda d, w: relay.Conv3dOp(d, w, padding=1, groups=3), (1, 3, 3, 4, 2), (3, 1, 3, 3, 3)),
+    ("conv2d_transpose", lambda d, w: relay.Conv2dTransposeOp(d, w), (1, 3, 4, 5), (3, 2, 3, 3)),
+    (
+        "conv2d_transpose strided padded output_padding",
+        lambda d, w: relay.Conv2dTransposeOp(d, w, (2, 3), (1, 0, 0, 2), (1, 1), output_padding=(1, 2)),
+        (2, 2, 3, 4),
+        (2, 3, 3, 4),
+    ),
+    (
+        "conv2d_transpose dilated groups",
+        lambda d, w: relay.Conv2dTransposeOp(d, w, 2, 1, 2, groups=2),
+        (1, 4, 3, 3),
+        (4, 1, 2, 3),
+    ),
+    (
+        "conv2d_transpose padding crops more than a kernel",
+        lambda d, w: relay.Conv2dTransposeOp(d, w, 1, (3, 0, 0, 1)),
+        (1, 1, 6, 2),
+        (1, 1, 2, 2),
+    ),
+    (
+        "conv3d_transpose",
+        lambda d, w: relay.Conv3dTransposeOp(d, w, (2, 1, 2), 1, output_padding=(1, 0, 0)),
+        (1, 2, 2, 3, 3),
+        (2, 2, 3, 2, 3),
+    ),
+    ("max_pool3d", lambda d: relay.MaxPool3dOp(d, 2, 2), (1, 2, 4, 5, 4), None),
+    (
+        "max_pool3d padded dilated ceil",
+        lambda d: relay.MaxPool3dOp(d, (3, 2, 2), (2, 2, 1), (1, 1, 0, 1, 0, 1), (1, 1, 2), True),
+        (2, 1, 5, 4, 5),
+        None,
+    ),
+    ("avg_pool3d", lambda d: relay.AvgPool3dOp(d, 3, 1, 1), (1, 2, 3, 4, 5), None),
+    (
+        "avg_pool3d count_include_pad ceil",
+        lambda d: relay.AvgPool3dOp(d, 2, 2, 1, 1, True, True),
+        (1, 1, 4, 3, 5),
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("exit", EXITS)
+def test_window_ops_3d_and_transposed(exit):
+    cases = []
+    for i, (label, make, data, weight) in enumerate(WINDOW_OPS_3D):
+        arrays = [dyadic(*data, seed=i)]
+        if weight is not None:
+            arrays.append(dyadic(*weight, seed=i + 100))
+        cases.append(Case(label, make, arrays))
+    check(cases, [exit])
+
+
 # --- Softmax and reductions -------------------------------------------------------------
 
 

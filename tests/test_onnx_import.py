@@ -307,6 +307,45 @@ case(
     {"x": random((2, 4, 9))},
     initializers={"w": random((6, 4, 3), seed=8), "b": B6},
 )
+case(
+    "conv-3d",
+    [N("Conv", ["x", "w", "b"], ["y"], pads=[1, 0, 1, 0, 1, 1], strides=[1, 2, 1], dilations=[2, 1, 1])],
+    {"x": random((2, 4, 5, 6, 4))},
+    initializers={"w": random((6, 4, 3, 2, 3), seed=8), "b": B6},
+)
+case(
+    "conv-3d-groups-same-upper",
+    [N("Conv", ["x", "w"], ["y"], group=2, auto_pad="SAME_UPPER", strides=[2, 1, 2])],
+    {"x": random((1, 4, 5, 3, 4))},
+    initializers={"w": random((6, 2, 2, 3, 2), seed=9)},
+)
+
+# Transposed convolution: weights [C, M/group, k...]
+for label, attrs, x_shape, w_shape in [
+    ("2d", {}, (1, 3, 4, 5), (3, 2, 3, 3)),
+    ("2d-strides-pads", {"strides": [3, 2], "pads": [1, 2, 1, 2]}, (1, 1, 3, 3), (1, 2, 3, 3)),
+    ("2d-dilations", {"dilations": [2, 2]}, (1, 2, 3, 3), (2, 1, 2, 2)),
+    ("2d-group", {"group": 2, "strides": [2, 2]}, (2, 4, 3, 2), (4, 3, 3, 3)),
+    ("2d-output-padding", {"strides": [3, 2], "output_padding": [1, 1]}, (1, 1, 3, 3), (1, 2, 3, 3)),
+    ("2d-output-shape", {"strides": [3, 2], "output_shape": [10, 8]}, (1, 1, 3, 3), (1, 2, 3, 3)),
+    ("2d-auto-pad-same-lower", {"strides": [2, 2], "auto_pad": "SAME_LOWER"}, (1, 1, 3, 3), (1, 2, 3, 3)),
+    ("2d-auto-pad-same-upper", {"strides": [2, 2], "auto_pad": "SAME_UPPER"}, (1, 1, 3, 3), (1, 2, 3, 3)),
+    ("2d-output-shape-same-upper", {"strides": [3, 2], "output_shape": [8, 6], "auto_pad": "SAME_UPPER"}, (1, 1, 3, 3), (1, 2, 3, 3)),
+    ("2d-auto-pad-valid", {"strides": [2, 1], "auto_pad": "VALID"}, (1, 1, 3, 3), (1, 2, 3, 2)),
+    ("1d", {"strides": [2], "pads": [1, 0]}, (2, 3, 5), (3, 2, 3)),
+    ("3d", {"strides": [2, 1, 2], "pads": [1, 0, 0, 0, 1, 1]}, (1, 2, 3, 4, 3), (2, 2, 3, 2, 3)),
+]:
+    case(
+        f"convtranspose-{label}",
+        [N("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)],
+        {"x": random(x_shape)},
+        initializers={"w": random(w_shape, seed=1), "b": random((w_shape[1] * attrs.get("group", 1),), seed=2)},
+    )
+case(
+    "convtranspose-weight-is-input",
+    [N("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2])],
+    {"x": random((1, 2, 3, 3)), "w": random((2, 3, 2, 2), seed=1)},
+)
 
 # Pooling
 for op in ("MaxPool", "AveragePool"):
@@ -374,6 +413,33 @@ case(
     ],
     {"x": random((1, 2, 6, 6))},
 )
+for op in ("MaxPool", "AveragePool"):
+    key = op.lower()
+    case(
+        f"{key}-3d",
+        [N(op, ["x"], ["y"], kernel_shape=[2, 3, 2], strides=[2, 1, 2], pads=[0, 1, 1, 1, 1, 0])],
+        {"x": random((2, 3, 5, 4, 5))},
+    )
+    case(
+        f"{key}-3d-ceil-mode",
+        [N(op, ["x"], ["y"], kernel_shape=[3, 3, 3], strides=[2, 2, 2], ceil_mode=1)],
+        {"x": random((1, 2, 6, 6, 6))},
+    )
+    case(
+        # ceil_mode keeps a window along H and drops one that would start in the
+        # end padding along W: the floor count with more end padding along H.
+        f"{key}-ceil-mode-mixed-axes",
+        [N(op, ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 0, 1], ceil_mode=1)],
+        {"x": random((1, 2, 5, 4))},
+    )
+case(
+    "averagepool-3d-count-include-pad",
+    [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3, 3], pads=[1, 1, 1, 1, 1, 1], count_include_pad=1)],
+    {"x": random((1, 2, 3, 4, 3))},
+)
+case("globalmaxpool", [N("GlobalMaxPool", ["x"], ["y"])], X4D)
+case("globalmaxpool-3d", [N("GlobalMaxPool", ["x"], ["y"])], {"x": random((2, 3, 4, 2, 3))})
+case("globalaveragepool-3d", [N("GlobalAveragePool", ["x"], ["y"])], {"x": random((2, 3, 4, 2, 3))})
 case("globalaveragepool", [N("GlobalAveragePool", ["x"], ["y"])], X4D)
 case("globalaveragepool-1d", [N("GlobalAveragePool", ["x"], ["y"])], {"x": random((2, 3, 5))})
 
@@ -1193,14 +1259,16 @@ def test_non_constant_clip_bound_names_the_node() -> None:
         from_onnx(model)
 
 
-def test_3d_conv_is_refused_with_the_node_named() -> None:
+def test_4d_conv_is_refused_with_the_node_named() -> None:
     model = make_model(
-        [N("Conv", ["x", "w"], ["y"], name="conv3d")],
-        {"x": (1, 2, 4, 4, 4)},
+        [N("Conv", ["x", "w"], ["y"], name="conv4d")],
+        {"x": (1, 2, 3, 3, 3, 3)},
         ["y"],
-        {"w": random((3, 2, 2, 2, 2))},
+        {"w": random((3, 2, 2, 2, 2, 2))},
     )
-    with pytest.raises(ByocError, match=r"node 'conv3d' \(Conv\): only 1-d and 2-d Conv"):
+    with pytest.raises(
+        ByocError, match=r"node 'conv4d' \(Conv\): only 1-d, 2-d and 3-d Conv is supported"
+    ):
         from_onnx(model)
 
 

@@ -242,6 +242,32 @@ def test_max_pool2d(name):
     offloaded(check(module), "relay.nn.max_pool2d")
 
 
+WINDOW_OPS_3D_AND_TRANSPOSED = {
+    # name: (input shapes, builder)
+    "conv3d": (
+        [(1, 4, 5, 4, 6), (6, 2, 3, 2, 3)],
+        lambda x, w: relay.Conv3dOp(x, w, (1, 2, 1), (1, 0, 1, 0, 1, 1), (2, 1, 1), 2),
+    ),
+    "conv2d_transpose": (
+        [(2, 4, 3, 4), (4, 3, 3, 2)],
+        lambda x, w: relay.Conv2dTransposeOp(x, w, (2, 3), (1, 0, 0, 1), 1, 2, output_padding=(1, 0)),
+    ),
+    "conv3d_transpose": (
+        [(1, 2, 3, 2, 3), (2, 3, 2, 2, 3)],
+        lambda x, w: relay.Conv3dTransposeOp(x, w, 2, 1, (1, 2, 1)),
+    ),
+    "max_pool3d": ([(1, 2, 5, 6, 5)], lambda x: relay.MaxPool3dOp(x, (3, 2, 3), 2, 1, ceil_mode=True)),
+    "avg_pool3d": ([(1, 2, 5, 6, 5)], lambda x: relay.AvgPool3dOp(x, 3, (1, 2, 1), 1, count_include_pad=True)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WINDOW_OPS_3D_AND_TRANSPOSED))
+def test_window_ops_3d_and_transposed(name):
+    shapes, make = WINDOW_OPS_3D_AND_TRANSPOSED[name]
+    module = build(shapes, lambda e, *args: e(make(*args)))
+    offloaded(check(module), f"relay.nn.{name}")
+
+
 def test_global_avg_pool2d():
     model = check(build([(2, 3, 5, 7)], lambda e, x: e(relay.GlobalAvgPool2dOp(x))))
     offloaded(model, "relay.nn.global_avg_pool2d")

@@ -588,6 +588,192 @@ def test_global_avg_pool2d():
         )
 
 
+# --- 3-d windows and transposed convolutions ---------------------------------------
+
+
+def naive_conv_nd(data, weight, strides, pads, dilation, groups) -> np.ndarray:
+    """Direct loops over every output element of a conv over any number of
+    spatial dims (`pads` as begins..., ends...)."""
+    n, c, *sizes = data.shape
+    o, i, *kernel = weight.shape
+    k = len(sizes)
+    outs = [
+        (sizes[d] + pads[d] + pads[d + k] - dilation[d] * (kernel[d] - 1) - 1) // strides[d] + 1
+        for d in range(k)
+    ]
+    out = np.zeros((n, o, *outs))
+    per_group = o // groups
+    for b, oc, *pos in itertools.product(range(n), range(o), *map(range, outs)):
+        g = oc // per_group
+        total = 0.0
+        for ic, *tap in itertools.product(range(i), *map(range, kernel)):
+            at = [pos[d] * strides[d] + tap[d] * dilation[d] - pads[d] for d in range(k)]
+            if all(0 <= at[d] < sizes[d] for d in range(k)):
+                total += float(data[(b, g * i + ic, *at)]) * float(weight[(oc, ic, *tap)])
+        out[(b, oc, *pos)] = total
+    return out
+
+
+def naive_conv_transpose(data, weight, strides, pads, dilation, groups, output_padding) -> np.ndarray:
+    """Every input element scatters `data * weight` over the output, by loops."""
+    n, c, *sizes = data.shape
+    _, per_group, *kernel = weight.shape
+    k = len(sizes)
+    outs = [
+        (sizes[d] - 1) * strides[d] - pads[d] - pads[d + k] + dilation[d] * (kernel[d] - 1)
+        + output_padding[d] + 1
+        for d in range(k)
+    ]
+    out = np.zeros((n, per_group * groups, *outs))
+    in_group = c // groups
+    for b, ic, *pos in itertools.product(range(n), range(c), *map(range, sizes)):
+        g = ic // in_group
+        for oc, *tap in itertools.product(range(per_group), *map(range, kernel)):
+            at = [pos[d] * strides[d] + tap[d] * dilation[d] - pads[d] for d in range(k)]
+            if all(0 <= at[d] < outs[d] for d in range(k)):
+                out[(b, g * per_group + oc, *at)] += float(data[(b, ic, *pos)]) * float(
+                    weight[(ic, oc, *tap)]
+                )
+    return out
+
+
+def naive_pool_nd(data, kind, pool_size, strides, pads, dilation, ceil_mode, count_include_pad=False):
+    """`naive_pool` over any number of spatial dims (`pads` as begins..., ends...)."""
+    n, c, *sizes = data.shape
+    k = len(sizes)
+    outs = []
+    for d in range(k):
+        room = sizes[d] + pads[d] + pads[d + k] - (dilation[d] * (pool_size[d] - 1) + 1)
+        outs.append((room + (strides[d] - 1 if ceil_mode else 0)) // strides[d] + 1)
+    out = np.zeros((n, c, *outs))
+    for b, ch, *pos in itertools.product(range(n), range(c), *map(range, outs)):
+        values, explicit = [], 0
+        for tap in itertools.product(*map(range, pool_size)):
+            at = [pos[d] * strides[d] + tap[d] * dilation[d] - pads[d] for d in range(k)]
+            if all(0 <= at[d] < sizes[d] for d in range(k)):
+                values.append(float(data[(b, ch, *at)]))
+            elif all(-pads[d] <= at[d] < sizes[d] + pads[d + k] for d in range(k)):
+                explicit += 1
+        if kind == "max":
+            out[(b, ch, *pos)] = max(values) if values else -math.inf
+        else:
+            count = len(values) + (explicit if count_include_pad else 0)
+            out[(b, ch, *pos)] = sum(values) / max(count, 1)
+    return out
+
+
+@st.composite
+def windows_3d(draw: st.DrawFn, transposed: bool = False):
+    """Kernel, strides, dilation, pads (6 values) and input sizes of a 3-d window op."""
+    kernel = tuple(draw(st.integers(1, 3)) for _ in range(3))
+    strides = tuple(draw(st.integers(1, 3)) for _ in range(3))
+    dilation = tuple(draw(st.integers(1, 2)) for _ in range(3))
+    pads = tuple(draw(st.integers(0, kernel[d % 3] - 1)) for d in range(6))
+    sizes = []
+    for d in range(3):
+        span = dilation[d] * (kernel[d] - 1) + 1
+        low = 1 if transposed else max(1, span - pads[d] - pads[d + 3])
+        sizes.append(draw(st.integers(low, low + 3)))
+    return kernel, strides, dilation, pads, tuple(sizes)
+
+
+@settings(max_examples=25, deadline=None)
+@given(case=windows_3d(), groups=st.sampled_from([1, 2]), seed=st.integers(0, 1000))
+def test_conv3d_against_loops(case, groups, seed):
+    kernel, strides, dilation, pads, sizes = case
+    data = rand((1, 2 * groups, *sizes), seed)
+    weight = rand((2 * groups, 2, *kernel), seed + 1)
+    out = run_op(
+        lambda d, w: relay.Conv3dOp(d, w, strides, pads, dilation, groups), data, weight
+    )
+    expected = naive_conv_nd(data, weight, strides, pads, dilation, groups)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+@st.composite
+def transposed_cases(draw: st.DrawFn):
+    spatial = draw(st.sampled_from([2, 3]))
+    kernel = tuple(draw(st.integers(1, 3)) for _ in range(spatial))
+    strides = tuple(draw(st.integers(1, 3)) for _ in range(spatial))
+    dilation = tuple(draw(st.integers(1, 2)) for _ in range(spatial))
+    sizes = tuple(draw(st.integers(1, 4)) for _ in range(spatial))
+    extra = tuple(draw(st.integers(0, s - 1)) for s in strides)
+    # Padding never removes the whole output.
+    pads = []
+    for d in range(2 * spatial):
+        full = (sizes[d % spatial] - 1) * strides[d % spatial] + dilation[d % spatial] * (
+            kernel[d % spatial] - 1
+        ) + 1
+        pads.append(draw(st.integers(0, max(0, (full - 1) // 2))))
+    groups = draw(st.sampled_from([1, 2]))
+    return spatial, kernel, strides, dilation, tuple(pads), sizes, extra, groups
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=transposed_cases(), seed=st.integers(0, 1000))
+def test_conv_transpose_against_loops(case, seed):
+    spatial, kernel, strides, dilation, pads, sizes, extra, groups = case
+    op_type = relay.Conv2dTransposeOp if spatial == 2 else relay.Conv3dTransposeOp
+    data = rand((2, 2 * groups, *sizes), seed)
+    weight = rand((2 * groups, 3, *kernel), seed + 1)
+    out = run_op(
+        lambda d, w: op_type(
+            d, w, strides, pads, dilation, groups, output_padding=extra
+        ),
+        data,
+        weight,
+    )
+    expected = naive_conv_transpose(data, weight, strides, pads, dilation, groups, extra)
+    assert out.shape == expected.shape == relay.conv_transpose_output_shape(
+        data.shape, weight.shape, strides, pads, dilation, groups, None, None, extra,
+        op_type.name, spatial,
+    )
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_conv2d_transpose_by_hand():
+    """A 2x2 input, all-ones 3x3 kernel, stride 2: each input's window of 9."""
+    data = np.array([[[[1.0, 2.0], [3.0, 4.0]]]], F32)
+    out = run_op(lambda d, w: relay.Conv2dTransposeOp(d, w, 2), data, np.ones((1, 1, 3, 3), F32))
+    assert out.shape == (1, 1, 5, 5)
+    np.testing.assert_array_equal(
+        out[0, 0],
+        [[1, 1, 3, 2, 2], [1, 1, 3, 2, 2], [4, 4, 10, 6, 6], [3, 3, 7, 4, 4], [3, 3, 7, 4, 4]],
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(case=windows_3d(), ceil_mode=st.booleans(), include=st.booleans(), seed=st.integers(0, 1000))
+def test_pools_3d_against_loops(case, ceil_mode, include, seed):
+    kernel, strides, dilation, pads, sizes = case
+    data = rand((1, 2, *sizes), seed)
+    out = run_op(lambda d: relay.MaxPool3dOp(d, kernel, strides, pads, dilation, ceil_mode), data)
+    np.testing.assert_array_equal(
+        out, naive_pool_nd(data, "max", kernel, strides, pads, dilation, ceil_mode)
+    )
+    out = run_op(
+        lambda d: relay.AvgPool3dOp(d, kernel, strides, pads, dilation, ceil_mode, include), data
+    )
+    expected = naive_pool_nd(data, "avg", kernel, strides, pads, dilation, ceil_mode, include)
+    np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: relay.conv_output_shape((1, 2, 3, 3, 3), (4, 2, 2, 2), (1,) * 3, (0,), (1,) * 3, spatial=3, op_name="relay.nn.conv3d"), "weight (OIDHW) must have rank 5"),
+        (lambda: relay.pool_output_shape((1, 2, 3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 2), (1, 1, 1), spatial=3), "padding must have 1, 3 or 6 values (front, top, left, back, bottom, right)"),
+        (lambda: relay.conv_transpose_output_shape((1, 2, 3, 3), (3, 2, 2, 2), (1, 1), (0,), (1, 1)), "data has 2 channels but weight expects 3"),
+        (lambda: relay.conv_transpose_output_shape((1, 2, 1, 1), (2, 2, 1, 1), (1, 1), (1,), (1, 1)), "the output would have -1 elements along the height"),
+        (lambda: relay.conv_transpose_output_shape((1, 2, 3, 3), (2, 2, 2, 2), (1, 1), (0,), (1, 1), output_padding=(-1, 0)), "output_padding must be non-negative"),
+    ],
+)
+def test_window_shape_function_errors(call, message):
+    with pytest.raises(VerifyException) as info:
+        call()
+    assert message in str(info.value)
+
+
 # --- Normalisation ---------------------------------------------------------------------
 
 

@@ -38,6 +38,7 @@ from byoc.dialects.relay.base import (
     normalize_axes,
     normalize_axis,
     normalize_padding,
+    normalize_padding_nd,
     python_value,
     tensor_of,
 )
@@ -47,10 +48,15 @@ from byoc.dialects.relay.constant import (
 )
 from byoc.dialects.relay.nn import (
     AvgPool2dOp,
+    AvgPool3dOp,
     BatchMatmulOp,
     BatchNormOp,
     BiasAddOp,
     Conv2dOp,
+    Conv2dTransposeOp,
+    Conv3dOp,
+    Conv3dTransposeOp,
+    ConvTransposeOp,
     DenseOp,
     GlobalAvgPool2dOp,
     InstanceNormOp,
@@ -59,7 +65,9 @@ from byoc.dialects.relay.nn import (
     LrnOp,
     MatmulOp,
     MaxPool2dOp,
+    MaxPool3dOp,
     Pool2dOp,
+    Pool3dOp,
     PReluOp,
     SoftmaxBase,
     SoftmaxOp,
@@ -67,12 +75,15 @@ from byoc.dialects.relay.nn import (
     batch_norm_output_shape,
     bias_add_output_shape,
     conv2d_output_shape,
+    conv_output_shape,
+    conv_transpose_output_shape,
     dense_output_shape,
     global_pool2d_output_shape,
     instance_norm_axes,
     layer_norm_output_shape,
     matmul_output_shape,
     pool2d_output_shape,
+    pool_output_shape,
 )
 from byoc.dialects.relay.qnn import (
     QNN_OPS,
@@ -236,8 +247,19 @@ ELEMENTWISE_OPS: tuple[type[RelayOp], ...] = (
 (`ClipOp` has attributes; `BiasAddOp` indexes its bias by one axis)."""
 
 MATMUL_OPS: tuple[type[InferredOp], ...] = (DenseOp, MatmulOp, BatchMatmulOp)
-CONV_OPS: tuple[type[InferredOp], ...] = (Conv2dOp,)
-POOL_OPS: tuple[type[InferredOp], ...] = (MaxPool2dOp, AvgPool2dOp, GlobalAvgPool2dOp)
+CONV_OPS: tuple[type[InferredOp], ...] = (
+    Conv2dOp,
+    Conv3dOp,
+    Conv2dTransposeOp,
+    Conv3dTransposeOp,
+)
+POOL_OPS: tuple[type[InferredOp], ...] = (
+    MaxPool2dOp,
+    AvgPool2dOp,
+    MaxPool3dOp,
+    AvgPool3dOp,
+    GlobalAvgPool2dOp,
+)
 NORMALIZATION_OPS: tuple[type[InferredOp], ...] = (
     SoftmaxOp,
     LogSoftmaxOp,
@@ -296,6 +318,7 @@ __all__ = [
     "AbsOp",
     "AddOp",
     "AvgPool2dOp",
+    "AvgPool3dOp",
     "BINARY_OPS",
     "BatchFlattenOp",
     "BatchMatmulOp",
@@ -310,6 +333,10 @@ __all__ = [
     "ConcatenateOp",
     "ConstantOp",
     "Conv2dOp",
+    "Conv2dTransposeOp",
+    "Conv3dOp",
+    "Conv3dTransposeOp",
+    "ConvTransposeOp",
     "DenseOp",
     "DepthToSpaceOp",
     "DequantizeOp",
@@ -339,6 +366,7 @@ __all__ = [
     "MatmulOp",
     "MaxOp",
     "MaxPool2dOp",
+    "MaxPool3dOp",
     "MaximumOp",
     "MeanOp",
     "MinOp",
@@ -350,6 +378,7 @@ __all__ = [
     "PReluOp",
     "PadOp",
     "Pool2dOp",
+    "Pool3dOp",
     "PowerOp",
     "ProdOp",
     "QNN_OPS",
@@ -410,6 +439,8 @@ __all__ = [
     "check_result",
     "concatenate_output_shape",
     "conv2d_output_shape",
+    "conv_output_shape",
+    "conv_transpose_output_shape",
     "cubic_weights",
     "dense_output_shape",
     "depth_to_space_output_shape",
@@ -430,8 +461,10 @@ __all__ = [
     "normalize_axes",
     "normalize_axis",
     "normalize_padding",
+    "normalize_padding_nd",
     "pad_output_shape",
     "pool2d_output_shape",
+    "pool_output_shape",
     "python_value",
     "reduce_axes",
     "reduce_output_shape",

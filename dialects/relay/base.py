@@ -107,6 +107,53 @@ def normalize_padding(
     )
 
 
+def _check_tuple(
+    values: Sequence[int], count: int, op_name: str, what: str, minimum: int = 1
+) -> tuple[int, ...]:
+    """`values`, which must be `count` integers of at least `minimum`."""
+    if len(values) != count:
+        raise _error(op_name, f"{what} must have {count} values, got {list(values)}")
+    if any(v < minimum for v in values):
+        adjective = "positive" if minimum == 1 else "non-negative"
+        raise _error(op_name, f"{what} must be {adjective}, got {list(values)}")
+    return tuple(values)
+
+
+_PADDING_SIDES = {
+    1: "left, right",
+    2: "top, left, bottom, right",
+    3: "front, top, left, back, bottom, right",
+}
+
+
+def normalize_padding_nd(
+    padding: Sequence[int], spatial: int, op_name: str
+) -> tuple[int, ...]:
+    """Relay's padding of a window op over `spatial` dims: 1 value (everywhere),
+    `spatial` values (each dim, both sides) or `2 * spatial` values, returned
+    as (begins..., ends...); for 2 dims, (top, left, bottom, right)."""
+    if spatial == 2:
+        return normalize_padding(padding, op_name)
+    if any(p < 0 for p in padding):
+        raise _error(op_name, f"padding must be non-negative, got {list(padding)}")
+    if len(padding) == 1:
+        return tuple(padding) * (2 * spatial)
+    if len(padding) == spatial:
+        return tuple(padding) * 2
+    if len(padding) == 2 * spatial:
+        return tuple(padding)
+    raise _error(
+        op_name,
+        f"padding must have 1, {spatial} or {2 * spatial} values "
+        f"({_PADDING_SIDES.get(spatial, 'begins, ends')}), got {list(padding)}",
+    )
+
+
+def _ntuple(values: int | Sequence[int], count: int) -> DenseArrayBase:
+    """`(v,) * count` for an int (as Relay's Python API), else the values as given."""
+    return i64_array((values,) * count if isinstance(values, int) else values)
+
+
 def _check_rank(shape: Sequence[int], rank: int, op_name: str, what: str) -> None:
     if len(shape) != rank:
         raise _error(op_name, f"{what} must have rank {rank}, got shape {list(shape)}")

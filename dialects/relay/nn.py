@@ -30,9 +30,10 @@ from byoc.dialects.relay.base import (
     InferredOp,
     Shape,
     _check_layout,
-    _check_pair,
     _check_rank,
+    _check_tuple,
     _error,
+    _ntuple,
     _opt_i64,
     _pair,
     _string_attr,
@@ -43,31 +44,39 @@ from byoc.dialects.relay.base import (
     i64_array,
     i64_attr,
     normalize_axis,
-    normalize_padding,
+    normalize_padding_nd,
 )
 
 
-def conv2d_output_shape(
+_DATA_LAYOUTS = {2: "NCHW", 3: "NCDHW"}
+_KERNEL_LAYOUTS = {2: "OIHW", 3: "OIDHW"}
+_TRANSPOSED_KERNEL_LAYOUTS = {2: "IOHW", 3: "IODHW"}
+_DIM_NAMES = {2: ("height", "width"), 3: ("depth", "height", "width")}
+
+
+def conv_output_shape(
     data: Sequence[int],
     weight: Sequence[int],
-    strides: Sequence[int] = (1, 1),
-    padding: Sequence[int] = (0, 0),
-    dilation: Sequence[int] = (1, 1),
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
     groups: int = 1,
     channels: int | None = None,
     kernel_size: Sequence[int] | None = None,
     op_name: str = "relay.nn.conv2d",
+    spatial: int = 2,
 ) -> Shape:
-    """NCHW output of an NCHW x OIHW convolution (grouped and depthwise included)."""
-    _check_rank(data, 4, op_name, "data (NCHW)")
-    _check_rank(weight, 4, op_name, "weight (OIHW)")
-    sh, sw = _check_pair(strides, op_name, "strides")
-    dh, dw = _check_pair(dilation, op_name, "dilation")
-    top, left, bottom, right = normalize_padding(padding, op_name)
+    """Output of a convolution over `spatial` dims (2: NCHW x OIHW, 3: NCDHW x
+    OIDHW), grouped and depthwise included."""
+    _check_rank(data, spatial + 2, op_name, f"data ({_DATA_LAYOUTS[spatial]})")
+    _check_rank(weight, spatial + 2, op_name, f"weight ({_KERNEL_LAYOUTS[spatial]})")
+    strides = _check_tuple(strides, spatial, op_name, "strides")
+    dilation = _check_tuple(dilation, spatial, op_name, "dilation")
+    pads = normalize_padding_nd(padding, spatial, op_name)
     if groups < 1:
         raise _error(op_name, f"groups must be positive, got {groups}")
-    n, c, h, w = data
-    o, i, kh, kw = weight
+    n, c, *sizes = data
+    o, i, *kernel = weight
     if c % groups:
         raise _error(
             op_name, f"data has {c} channels, which groups={groups} does not divide"
@@ -86,15 +95,147 @@ def conv2d_output_shape(
         raise _error(
             op_name, f"channels={channels} does not match the weight's {o} output channels"
         )
-    if kernel_size is not None and tuple(kernel_size) != (kh, kw):
+    if kernel_size is not None and tuple(kernel_size) != tuple(kernel):
         raise _error(
             op_name,
             f"kernel_size {list(kernel_size)} does not match the weight's kernel "
-            f"{[kh, kw]}",
+            f"{list(kernel)}",
         )
-    oh = _window_outputs(h, top + bottom, kh, sh, dh, False, op_name, "kernel height")
-    ow = _window_outputs(w, left + right, kw, sw, dw, False, op_name, "kernel width")
-    return (n, o, oh, ow)
+    outs = tuple(
+        _window_outputs(
+            sizes[d],
+            pads[d] + pads[d + spatial],
+            kernel[d],
+            strides[d],
+            dilation[d],
+            False,
+            op_name,
+            f"kernel {_DIM_NAMES[spatial][d]}",
+        )
+        for d in range(spatial)
+    )
+    return (n, o, *outs)
+
+
+def conv2d_output_shape(
+    data: Sequence[int],
+    weight: Sequence[int],
+    strides: Sequence[int] = (1, 1),
+    padding: Sequence[int] = (0, 0),
+    dilation: Sequence[int] = (1, 1),
+    groups: int = 1,
+    channels: int | None = None,
+    kernel_size: Sequence[int] | None = None,
+    op_name: str = "relay.nn.conv2d",
+) -> Shape:
+    """NCHW output of an NCHW x OIHW convolution (grouped and depthwise included)."""
+    return conv_output_shape(
+        data, weight, strides, padding, dilation, groups, channels, kernel_size, op_name, 2
+    )
+
+
+def conv_transpose_output_shape(
+    data: Sequence[int],
+    weight: Sequence[int],
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int = 1,
+    channels: int | None = None,
+    kernel_size: Sequence[int] | None = None,
+    output_padding: Sequence[int] | None = None,
+    op_name: str = "relay.nn.conv2d_transpose",
+    spatial: int = 2,
+) -> Shape:
+    """Output of a transposed convolution over `spatial` dims (2: NCHW x IOHW,
+    3: NCDHW x IODHW): along each dim `(size - 1) * stride - pad_begin - pad_end
+    + dilation * (kernel - 1) + output_padding + 1`; `groups * O` channels."""
+    _check_rank(data, spatial + 2, op_name, f"data ({_DATA_LAYOUTS[spatial]})")
+    _check_rank(
+        weight, spatial + 2, op_name, f"weight ({_TRANSPOSED_KERNEL_LAYOUTS[spatial]})"
+    )
+    strides = _check_tuple(strides, spatial, op_name, "strides")
+    dilation = _check_tuple(dilation, spatial, op_name, "dilation")
+    extra = _check_tuple(
+        output_padding or (0,) * spatial, spatial, op_name, "output_padding", minimum=0
+    )
+    pads = normalize_padding_nd(padding, spatial, op_name)
+    if groups < 1:
+        raise _error(op_name, f"groups must be positive, got {groups}")
+    n, c, *sizes = data
+    i, per_group, *kernel = weight
+    if c % groups:
+        raise _error(
+            op_name, f"data has {c} channels, which groups={groups} does not divide"
+        )
+    if i != c:
+        raise _error(op_name, f"data has {c} channels but weight expects {i}")
+    o = per_group * groups
+    if channels is not None and channels != o:
+        raise _error(
+            op_name,
+            f"channels={channels} does not match the weight's {o} output channels "
+            f"({per_group} per group, groups={groups})",
+        )
+    if kernel_size is not None and tuple(kernel_size) != tuple(kernel):
+        raise _error(
+            op_name,
+            f"kernel_size {list(kernel_size)} does not match the weight's kernel "
+            f"{list(kernel)}",
+        )
+    outs = []
+    for d in range(spatial):
+        size = (
+            (sizes[d] - 1) * strides[d]
+            - pads[d]
+            - pads[d + spatial]
+            + dilation[d] * (kernel[d] - 1)
+            + extra[d]
+            + 1
+        )
+        if size < 1:
+            raise _error(
+                op_name,
+                f"the output would have {size} elements along the "
+                f"{_DIM_NAMES[spatial][d]} (the padding removes more than the "
+                "transposed convolution makes)",
+            )
+        outs.append(size)
+    return (n, o, *outs)
+
+
+def pool_output_shape(
+    data: Sequence[int],
+    pool_size: Sequence[int],
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    ceil_mode: bool = False,
+    op_name: str = "relay.nn.max_pool2d",
+    spatial: int = 2,
+) -> Shape:
+    """Output of a max/avg pool over the last `spatial` dims of N C spatial...
+    data (Relay's rule, also under `ceil_mode`)."""
+    _check_rank(data, spatial + 2, op_name, f"data ({_DATA_LAYOUTS[spatial]})")
+    kernel = _check_tuple(pool_size, spatial, op_name, "pool_size")
+    strides = _check_tuple(strides, spatial, op_name, "strides")
+    dilation = _check_tuple(dilation, spatial, op_name, "dilation")
+    pads = normalize_padding_nd(padding, spatial, op_name)
+    n, c, *sizes = data
+    outs = tuple(
+        _window_outputs(
+            sizes[d],
+            pads[d] + pads[d + spatial],
+            kernel[d],
+            strides[d],
+            dilation[d],
+            ceil_mode,
+            op_name,
+            f"pool {_DIM_NAMES[spatial][d]}",
+        )
+        for d in range(spatial)
+    )
+    return (n, c, *outs)
 
 
 def pool2d_output_shape(
@@ -107,15 +248,9 @@ def pool2d_output_shape(
     op_name: str = "relay.nn.max_pool2d",
 ) -> Shape:
     """NCHW output of a 2-d max/avg pool (Relay's rule, also under `ceil_mode`)."""
-    _check_rank(data, 4, op_name, "data (NCHW)")
-    kh, kw = _check_pair(pool_size, op_name, "pool_size")
-    sh, sw = _check_pair(strides, op_name, "strides")
-    dh, dw = _check_pair(dilation, op_name, "dilation")
-    top, left, bottom, right = normalize_padding(padding, op_name)
-    n, c, h, w = data
-    oh = _window_outputs(h, top + bottom, kh, sh, dh, ceil_mode, op_name, "pool height")
-    ow = _window_outputs(w, left + right, kw, sw, dw, ceil_mode, op_name, "pool width")
-    return (n, c, oh, ow)
+    return pool_output_shape(
+        data, pool_size, strides, padding, dilation, ceil_mode, op_name, 2
+    )
 
 
 def global_pool2d_output_shape(
@@ -650,6 +785,357 @@ class AvgPool2dOp(Pool2dOp):
         ceil_mode: bool = False,
         count_include_pad: bool = False,
         layout: str = "NCHW",
+        result_type: Attribute | None = None,
+    ):
+        super().__init__(
+            data,
+            pool_size,
+            strides,
+            padding,
+            dilation,
+            ceil_mode,
+            layout,
+            result_type,
+            count_include_pad=bool_attr(count_include_pad),
+        )
+
+
+def _conv_properties(
+    spatial: int,
+    strides: int | Sequence[int],
+    padding: int | Sequence[int],
+    dilation: int | Sequence[int],
+    groups: int,
+    channels: int | None,
+    kernel_size: int | Sequence[int] | None,
+    data_layout: str,
+    kernel_layout: str,
+) -> dict[str, Attribute | None]:
+    return {
+        "strides": _ntuple(strides, spatial),
+        "padding": i64_array(padding),
+        "dilation": _ntuple(dilation, spatial),
+        "groups": i64_attr(groups),
+        "channels": _opt_i64(channels),
+        "kernel_size": None if kernel_size is None else _ntuple(kernel_size, spatial),
+        "data_layout": _string_attr(data_layout),
+        "kernel_layout": _string_attr(kernel_layout),
+    }
+
+
+@irdl_op_definition
+class Conv3dOp(InferredOp):
+    """3-d cross-correlation of NCDHW `data` with OIDHW `weight`, conv2d with a
+    depth dimension: `out[n, o, z, y, x] = sum_{c, k, i, j}
+    data_padded[n, g*C/G + c, z*sd + k*dd, y*sh + i*dh, x*sw + j*dw] * weight[o, c, k, i, j]`
+    with `g = o / (O/G)`. `padding` has 1, 3 or 6 values (front, top, left,
+    back, bottom, right). `channels` and `kernel_size`, if given, must match the
+    weight."""
+
+    name = "relay.nn.conv3d"
+
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1, 1)))
+    padding = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((0, 0, 0)))
+    dilation = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1, 1)))
+    groups = prop_def(IntegerAttr[I64], default_value=i64_attr(1))
+    channels = opt_prop_def(IntegerAttr[I64])
+    kernel_size = opt_prop_def(DenseArrayBase.constr(i64))
+    data_layout = prop_def(StringAttr, default_value=StringAttr("NCDHW"))
+    kernel_layout = prop_def(StringAttr, default_value=StringAttr("OIDHW"))
+
+    assembly_format = (
+        "$data `,` $weight attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        data: SSAValue,
+        weight: SSAValue,
+        strides: int | Sequence[int] = (1, 1, 1),
+        padding: int | Sequence[int] = (0, 0, 0),
+        dilation: int | Sequence[int] = (1, 1, 1),
+        groups: int = 1,
+        channels: int | None = None,
+        kernel_size: int | Sequence[int] | None = None,
+        data_layout: str = "NCDHW",
+        kernel_layout: str = "OIDHW",
+        result_type: Attribute | None = None,
+    ):
+        self._build(
+            [data, weight],
+            _conv_properties(
+                3, strides, padding, dilation, groups, channels, kernel_size,
+                data_layout, kernel_layout,
+            ),
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        _check_layout(cls.name, attrs, "data_layout", "NCDHW")
+        _check_layout(cls.name, attrs, "kernel_layout", "OIDHW")
+        data, weight = _tensors(
+            cls.name, [("data", operand_types[0]), ("weight", operand_types[1])]
+        )
+        shape = conv_output_shape(
+            data.get_shape(),
+            weight.get_shape(),
+            attrs["strides"],
+            attrs["padding"],
+            attrs["dilation"],
+            attrs["groups"],
+            attrs["channels"],
+            attrs["kernel_size"],
+            cls.name,
+            3,
+        )
+        return TensorType(data.element_type, shape)
+
+
+class ConvTransposeOp(InferredOp, abc.ABC):
+    """A transposed convolution over SPATIAL dims: the gradient of a conv with
+    the same attributes, each input element scattering `data * weight` over a
+    window of the output (see the concrete ops)."""
+
+    SPATIAL: ClassVar[int] = 2
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        spatial = cls.SPATIAL
+        _check_layout(cls.name, attrs, "data_layout", _DATA_LAYOUTS[spatial])
+        _check_layout(cls.name, attrs, "kernel_layout", _TRANSPOSED_KERNEL_LAYOUTS[spatial])
+        data, weight = _tensors(
+            cls.name, [("data", operand_types[0]), ("weight", operand_types[1])]
+        )
+        shape = conv_transpose_output_shape(
+            data.get_shape(),
+            weight.get_shape(),
+            attrs["strides"],
+            attrs["padding"],
+            attrs["dilation"],
+            attrs["groups"],
+            attrs["channels"],
+            attrs["kernel_size"],
+            attrs["output_padding"],
+            cls.name,
+            spatial,
+        )
+        return TensorType(data.element_type, shape)
+
+    def _init_transpose(
+        self,
+        data: SSAValue,
+        weight: SSAValue,
+        strides: int | Sequence[int],
+        padding: int | Sequence[int],
+        dilation: int | Sequence[int],
+        groups: int,
+        channels: int | None,
+        kernel_size: int | Sequence[int] | None,
+        data_layout: str,
+        kernel_layout: str,
+        output_padding: int | Sequence[int],
+        result_type: Attribute | None,
+    ) -> None:
+        spatial = self.SPATIAL
+        properties = _conv_properties(
+            spatial, strides, padding, dilation, groups, channels, kernel_size,
+            data_layout, kernel_layout,
+        )
+        properties["output_padding"] = _ntuple(output_padding, spatial)
+        self._build([data, weight], properties, result_type)
+
+
+@irdl_op_definition
+class Conv2dTransposeOp(ConvTransposeOp):
+    """2-d transposed convolution of NCHW `data` with IOHW `weight` `[C, O/G, KH, KW]`:
+    every input element adds `data[n, c, y, x] * weight[c, o, i, j]` to output
+    `[n, g*O/G + o, y*sh + i*dh - top, x*sw + j*dw - left]` (`g = c / (C/G)`),
+    when that lies in the output. The output has `(H - 1) * sh - top - bottom +
+    dh * (KH - 1) + output_padding[0] + 1` rows (columns likewise); `padding`
+    has 1, 2 or 4 values (top, left, bottom, right)."""
+
+    name = "relay.nn.conv2d_transpose"
+    SPATIAL: ClassVar[int] = 2
+
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)))
+    padding = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((0, 0)))
+    dilation = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)))
+    groups = prop_def(IntegerAttr[I64], default_value=i64_attr(1))
+    channels = opt_prop_def(IntegerAttr[I64])
+    kernel_size = opt_prop_def(DenseArrayBase.constr(i64))
+    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
+    kernel_layout = prop_def(StringAttr, default_value=StringAttr("IOHW"))
+    output_padding = prop_def(
+        DenseArrayBase.constr(i64), default_value=i64_array((0, 0))
+    )
+
+    assembly_format = (
+        "$data `,` $weight attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        data: SSAValue,
+        weight: SSAValue,
+        strides: int | Sequence[int] = (1, 1),
+        padding: int | Sequence[int] = (0, 0),
+        dilation: int | Sequence[int] = (1, 1),
+        groups: int = 1,
+        channels: int | None = None,
+        kernel_size: int | Sequence[int] | None = None,
+        data_layout: str = "NCHW",
+        kernel_layout: str = "IOHW",
+        output_padding: int | Sequence[int] = (0, 0),
+        result_type: Attribute | None = None,
+    ):
+        self._init_transpose(
+            data, weight, strides, padding, dilation, groups, channels, kernel_size,
+            data_layout, kernel_layout, output_padding, result_type,
+        )
+
+
+@irdl_op_definition
+class Conv3dTransposeOp(ConvTransposeOp):
+    """3-d transposed convolution of NCDHW `data` with IODHW `weight`, as
+    conv2d_transpose with a depth dimension; `padding` has 1, 3 or 6 values
+    (front, top, left, back, bottom, right)."""
+
+    name = "relay.nn.conv3d_transpose"
+    SPATIAL: ClassVar[int] = 3
+
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1, 1)))
+    padding = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((0, 0, 0)))
+    dilation = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1, 1)))
+    groups = prop_def(IntegerAttr[I64], default_value=i64_attr(1))
+    channels = opt_prop_def(IntegerAttr[I64])
+    kernel_size = opt_prop_def(DenseArrayBase.constr(i64))
+    data_layout = prop_def(StringAttr, default_value=StringAttr("NCDHW"))
+    kernel_layout = prop_def(StringAttr, default_value=StringAttr("IODHW"))
+    output_padding = prop_def(
+        DenseArrayBase.constr(i64), default_value=i64_array((0, 0, 0))
+    )
+
+    assembly_format = (
+        "$data `,` $weight attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        data: SSAValue,
+        weight: SSAValue,
+        strides: int | Sequence[int] = (1, 1, 1),
+        padding: int | Sequence[int] = (0, 0, 0),
+        dilation: int | Sequence[int] = (1, 1, 1),
+        groups: int = 1,
+        channels: int | None = None,
+        kernel_size: int | Sequence[int] | None = None,
+        data_layout: str = "NCDHW",
+        kernel_layout: str = "IODHW",
+        output_padding: int | Sequence[int] = (0, 0, 0),
+        result_type: Attribute | None = None,
+    ):
+        self._init_transpose(
+            data, weight, strides, padding, dilation, groups, channels, kernel_size,
+            data_layout, kernel_layout, output_padding, result_type,
+        )
+
+
+class Pool3dOp(InferredOp, abc.ABC):
+    """A 3-d pool over the D, H, W dimensions of NCDHW data."""
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    pool_size = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1, 1)))
+    strides = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1, 1)))
+    padding = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((0, 0, 0)))
+    dilation = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1, 1)))
+    layout = prop_def(StringAttr, default_value=StringAttr("NCDHW"))
+    ceil_mode = prop_def(BoolAttr, default_value=bool_attr(False))
+
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        data: SSAValue,
+        pool_size: int | Sequence[int] = (1, 1, 1),
+        strides: int | Sequence[int] = (1, 1, 1),
+        padding: int | Sequence[int] = (0, 0, 0),
+        dilation: int | Sequence[int] = (1, 1, 1),
+        ceil_mode: bool = False,
+        layout: str = "NCDHW",
+        result_type: Attribute | None = None,
+        **extra: Attribute,
+    ):
+        self._build(
+            [data],
+            {
+                "pool_size": _ntuple(pool_size, 3),
+                "strides": _ntuple(strides, 3),
+                "padding": i64_array(padding),
+                "dilation": _ntuple(dilation, 3),
+                "ceil_mode": bool_attr(ceil_mode),
+                "layout": _string_attr(layout),
+                **extra,
+            },
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        _check_layout(cls.name, attrs, "layout", "NCDHW")
+        (data,) = _tensors(cls.name, [("data", operand_types[0])])
+        shape = pool_output_shape(
+            data.get_shape(),
+            attrs["pool_size"],
+            attrs["strides"],
+            attrs["padding"],
+            attrs["dilation"],
+            attrs["ceil_mode"],
+            cls.name,
+            3,
+        )
+        return TensorType(data.element_type, shape)
+
+
+@irdl_op_definition
+class MaxPool3dOp(Pool3dOp):
+    """The maximum over each `pool_size` window of NCDHW `data`, as max_pool2d
+    with a depth dimension (padding counts as -inf; `padding` has 1, 3 or 6
+    values)."""
+
+    name = "relay.nn.max_pool3d"
+
+
+@irdl_op_definition
+class AvgPool3dOp(Pool3dOp):
+    """The mean over each `pool_size` window of NCDHW `data`, as avg_pool2d with
+    a depth dimension (the divisor counts the real elements of the window, plus
+    the explicit padding when `count_include_pad`)."""
+
+    name = "relay.nn.avg_pool3d"
+
+    count_include_pad = prop_def(BoolAttr, default_value=bool_attr(False))
+
+    def __init__(
+        self,
+        data: SSAValue,
+        pool_size: int | Sequence[int] = (1, 1, 1),
+        strides: int | Sequence[int] = (1, 1, 1),
+        padding: int | Sequence[int] = (0, 0, 0),
+        dilation: int | Sequence[int] = (1, 1, 1),
+        ceil_mode: bool = False,
+        count_include_pad: bool = False,
+        layout: str = "NCDHW",
         result_type: Attribute | None = None,
     ):
         super().__init__(

@@ -95,9 +95,9 @@ def _spatial(node: Node, data_shape: Shape, kernel: Sequence[int]) -> tuple[
 
 
 def _check_spatial_rank(node: Node, shape: Shape) -> None:
-    if len(shape) not in (3, 4):
+    if len(shape) not in (3, 4, 5):
         raise node.error(
-            f"only 1-d and 2-d {node.op_type} is supported; the input has shape "
+            f"only 1-d, 2-d and 3-d {node.op_type} is supported; the input has shape "
             f"{list(shape)} ({len(shape) - 2} spatial dimensions)"
         )
 
@@ -106,6 +106,12 @@ def _to_2d(node: Node, value: SSAValue) -> SSAValue:
     """`[N, C, L]` as `[N, C, 1, L]` (1-d convolutions and pools run as 2-d)."""
     n, c, length = shape_of(value)
     return node.emit(relay.ReshapeOp(value, (n, c, 1, length)))
+
+
+def _from_2d(node: Node, value: SSAValue) -> SSAValue:
+    """`[N, C, 1, L]` back to `[N, C, L]`."""
+    n, c, _, length = shape_of(value)
+    return node.emit(relay.ReshapeOp(value, (n, c, length)))
 
 
 def _pads_2d(pads: Sequence[int]) -> tuple[int, int, int, int]:
@@ -119,10 +125,16 @@ def _pair(values: Sequence[int]) -> tuple[int, int]:
     return (1, values[0]) if len(values) == 1 else (values[0], values[1])
 
 
-def _conv(node: Node) -> SSAValue:
-    data = node.value(0)
-    shape = shape_of(data)
-    _check_spatial_rank(node, shape)
+def _weight_2d(node: Node, shape: Shape) -> SSAValue:
+    """A 1-d conv's weight `[A, B, K]` as `[A, B, 1, K]`."""
+    shape_2d = (*shape[:2], 1, shape[2])
+    if node.is_constant(1):
+        return node.const(node.constant(1, "W").reshape(shape_2d), node.inputs[1])
+    return node.emit(relay.ReshapeOp(node.value(1), shape_2d))
+
+
+def _kernel_of(node: Node) -> tuple[Shape, list[int]]:
+    """The weight's shape and kernel, checked against `kernel_shape`."""
     weight_shape = node.shape(1)
     kernel = list(weight_shape[2:])
     declared = node.ints("kernel_shape")
@@ -130,34 +142,148 @@ def _conv(node: Node) -> SSAValue:
         raise node.error(
             f"kernel_shape {declared} does not match the weight's kernel {kernel}"
         )
+    return weight_shape, kernel
+
+
+def _conv(node: Node) -> SSAValue:
+    data = node.value(0)
+    shape = shape_of(data)
+    _check_spatial_rank(node, shape)
+    weight_shape, kernel = _kernel_of(node)
+    if len(weight_shape) != len(shape):
+        raise node.error(
+            f"the weight has shape {list(weight_shape)}; a {len(shape) - 2}-d Conv "
+            f"needs rank {len(shape)}"
+        )
     strides, dilations, pads = _spatial(node, shape, kernel)
     group = int(node.attr("group", 1))
-    one_d = len(shape) == 3
-    if not one_d:
-        weight = node.value(1)
-    else:
-        data = _to_2d(node, data)
-        weight_2d = (*weight_shape[:2], 1, kernel[0])
-        if node.is_constant(1):
-            weight = node.const(node.constant(1, "W").reshape(weight_2d), node.inputs[1])
-        else:
-            weight = node.emit(relay.ReshapeOp(node.value(1), weight_2d))
-    out = node.emit(
-        relay.Conv2dOp(
-            data,
-            weight,
-            strides=_pair(strides),
-            padding=_pads_2d(pads),
-            dilation=_pair(dilations),
-            groups=group,
+    if len(shape) == 5:
+        out = node.emit(
+            relay.Conv3dOp(
+                data, node.value(1), strides, pads, dilations, groups=group
+            )
         )
-    )
+    else:
+        one_d = len(shape) == 3
+        weight = _weight_2d(node, weight_shape) if one_d else node.value(1)
+        out = node.emit(
+            relay.Conv2dOp(
+                _to_2d(node, data) if one_d else data,
+                weight,
+                strides=_pair(strides),
+                padding=_pads_2d(pads),
+                dilation=_pair(dilations),
+                groups=group,
+            )
+        )
     if node.has(2):
         out = node.emit(relay.BiasAddOp(out, node.value(2), axis=1))
-    if one_d:
-        n, o, _, length = shape_of(out)
-        out = node.emit(relay.ReshapeOp(out, (n, o, length)))
-    return out
+    return _from_2d(node, out) if len(shape) == 3 else out
+
+
+def _conv_transpose_pads(
+    node: Node,
+    sizes: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    output_padding: list[int],
+) -> list[int]:
+    """ConvTranspose's pads `[begin..., end...]`: from `output_shape` or
+    SAME_* as the ONNX spec computes them (a negative total becomes more
+    `output_padding`, which is updated), else the `pads` attribute."""
+    n = len(sizes)
+    mode = node.attr("auto_pad", "NOTSET")
+    if mode not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        raise node.error(
+            f"auto_pad '{mode}' is not valid (NOTSET, VALID, SAME_UPPER, SAME_LOWER)"
+        )
+    target = node.ints("output_shape")
+    if target is None and mode in ("SAME_UPPER", "SAME_LOWER"):
+        target = [size * stride for size, stride in zip(sizes, strides)]
+    if target is None:
+        if mode == "VALID":
+            return [0] * (2 * n)
+        pads = node.ints("pads", [0] * 2 * n) or [0] * 2 * n
+        if len(pads) != 2 * n:
+            raise node.error(f"pads {pads} must have {2 * n} values")
+        return pads
+    target = list(target)[-n:]
+    if len(target) != n:
+        raise node.error(f"output_shape {node.ints('output_shape')} must have {n} values")
+    begins, ends = [], []
+    for d in range(n):
+        total = (
+            strides[d] * (sizes[d] - 1)
+            + output_padding[d]
+            + (kernel[d] - 1) * dilations[d]
+            + 1
+            - target[d]
+        )
+        if total < 0:
+            # A larger output than the transposed convolution makes grows at
+            # the end (zeros, plus the bias), as in onnxruntime.
+            output_padding[d] -= total
+            total = 0
+        small = total // 2
+        begin, end = (small, total - small) if mode == "SAME_UPPER" else (total - small, small)
+        begins.append(begin)
+        ends.append(end)
+    return begins + ends
+
+
+def _conv_transpose(node: Node) -> SSAValue:
+    data = node.value(0)
+    shape = shape_of(data)
+    _check_spatial_rank(node, shape)
+    weight_shape, kernel = _kernel_of(node)
+    if len(weight_shape) != len(shape):
+        raise node.error(
+            f"the weight has shape {list(weight_shape)}; a {len(shape) - 2}-d "
+            f"ConvTranspose needs rank {len(shape)}"
+        )
+    n = len(kernel)
+    strides = node.ints("strides", [1] * n) or [1] * n
+    dilations = node.ints("dilations", [1] * n) or [1] * n
+    output_padding = list(node.ints("output_padding", [0] * n) or [0] * n)
+    for what, values in (
+        ("strides", strides),
+        ("dilations", dilations),
+        ("output_padding", output_padding),
+    ):
+        if len(values) != n:
+            raise node.error(f"{what} {values} must have {n} values")
+    pads = _conv_transpose_pads(node, shape[2:], kernel, strides, dilations, output_padding)
+    group = int(node.attr("group", 1))
+    if n == 3:
+        out = node.emit(
+            relay.Conv3dTransposeOp(
+                data,
+                node.value(1),
+                strides,
+                pads,
+                dilations,
+                groups=group,
+                output_padding=output_padding,
+            )
+        )
+    else:
+        one_d = n == 1
+        weight = _weight_2d(node, weight_shape) if one_d else node.value(1)
+        out = node.emit(
+            relay.Conv2dTransposeOp(
+                _to_2d(node, data) if one_d else data,
+                weight,
+                strides=_pair(strides),
+                padding=_pads_2d(pads),
+                dilation=_pair(dilations),
+                groups=group,
+                output_padding=(0, output_padding[0]) if one_d else output_padding,
+            )
+        )
+    if node.has(2):
+        out = node.emit(relay.BiasAddOp(out, node.value(2), axis=1))
+    return _from_2d(node, out) if n == 1 else out
 
 
 def _pool(node: Node) -> SSAValue:
@@ -175,31 +301,33 @@ def _pool(node: Node) -> SSAValue:
         )
     strides, dilations, pads = _spatial(node, shape, kernel)
     ceil_mode = bool(node.attr("ceil_mode", 0))
+    count_include_pad = bool(node.attr("count_include_pad", 0))
     if ceil_mode:
-        ceil_mode = _keep_ceil_mode(node, shape[2:], kernel, strides, dilations, pads)
-    one_d = len(shape) == 3
-    if one_d:
-        data = _to_2d(node, data)
-    options = dict(
-        pool_size=_pair(kernel),
-        strides=_pair(strides),
-        padding=_pads_2d(pads),
-        dilation=_pair(dilations),
-        ceil_mode=ceil_mode,
-    )
-    if node.op_type == "MaxPool":
-        # storage_order only changes the Indices output, refused above.
-        out = node.emit(relay.MaxPool2dOp(data, **options))
-    else:
-        out = node.emit(
-            relay.AvgPool2dOp(
-                data, count_include_pad=bool(node.attr("count_include_pad", 0)), **options
-            )
+        ceil_mode, pads = _keep_ceil_mode(
+            node, shape[2:], kernel, strides, dilations, pads, count_include_pad
         )
-    if one_d:
-        n, c, _, length = shape_of(out)
-        out = node.emit(relay.ReshapeOp(out, (n, c, length)))
-    return out
+    is_max = node.op_type == "MaxPool"
+    extra = {} if is_max else {"count_include_pad": count_include_pad}
+    # storage_order only changes the Indices output, refused above.
+    if len(shape) == 5:
+        op_type = relay.MaxPool3dOp if is_max else relay.AvgPool3dOp
+        return node.emit(
+            op_type(data, kernel, strides, pads, dilations, ceil_mode, **extra)
+        )
+    one_d = len(shape) == 3
+    op_type = relay.MaxPool2dOp if is_max else relay.AvgPool2dOp
+    out = node.emit(
+        op_type(
+            _to_2d(node, data) if one_d else data,
+            _pair(kernel),
+            _pair(strides),
+            _pads_2d(pads),
+            _pair(dilations),
+            ceil_mode,
+            **extra,
+        )
+    )
+    return _from_2d(node, out) if one_d else out
 
 
 def _keep_ceil_mode(
@@ -209,43 +337,61 @@ def _keep_ceil_mode(
     strides: Sequence[int],
     dilations: Sequence[int],
     pads: Sequence[int],
-) -> bool:
-    """relay's `ceil_mode` for an ONNX pool with `ceil_mode=1`.
+    count_include_pad: bool,
+) -> tuple[bool, list[int]]:
+    """relay's `ceil_mode`, and the pads, for an ONNX pool with `ceil_mode=1`.
 
     onnxruntime (and PyTorch) drop a last window that would start in the end
-    padding; onnx's shape inference keeps it. We follow onnxruntime: where a
-    window is dropped the count is the floor one, so ceil_mode turns off.
+    padding; onnx's shape inference keeps it. We follow onnxruntime: where
+    every axis keeps its ceil window, relay's ceil_mode; where none does, the
+    floor count; where they differ, the floor count with more end padding on
+    the axes that keep it (which neither a max nor an average without
+    count_include_pad sees).
     """
     n = len(sizes)
     ceil_ok, floor_ok = True, True
+    pads = list(pads)
+    grow: list[tuple[int, int]] = []
     for i, (size, k, s, d) in enumerate(zip(sizes, kernel, strides, dilations)):
-        room = size + pads[i] + pads[i + n] - ((k - 1) * d + 1)
+        span = (k - 1) * d + 1
+        room = size + pads[i] + pads[i + n] - span
         ceil_out, floor_out = -(-room // s) + 1, room // s + 1
         wanted = ceil_out - 1 if (ceil_out - 1) * s >= size + pads[i] else ceil_out
         ceil_ok &= wanted == ceil_out
         floor_ok &= wanted == floor_out
+        if wanted != floor_out:
+            grow.append((i + n, (wanted - 1) * s + span - (size + pads[i] + pads[i + n])))
     if ceil_ok:
-        return True
-    if not floor_ok:
+        return True, pads
+    node.check_shapes = False  # onnx's shape inference keeps the dropped window
+    if floor_ok:
+        return False, pads
+    if node.op_type == "AveragePool" and count_include_pad:
         raise node.error(
             "ceil_mode=1 adds a window along one spatial axis and drops it along "
-            "the other (it would start in the end padding); relay's pools cannot "
-            "express that"
+            "the other (it would start in the end padding); with count_include_pad "
+            "relay's pools cannot express that"
         )
-    node.check_shapes = False  # onnx's shape inference keeps the dropped window
-    return False
+    for index, more in grow:
+        pads[index] += more
+    return False, pads
 
 
-def _global_average_pool(node: Node) -> SSAValue:
-    data = node.value(0)
-    shape = shape_of(data)
-    if len(shape) == 4:
-        return node.emit(relay.GlobalAvgPool2dOp(data))
-    if len(shape) < 3:
-        raise node.error(f"the input must have spatial dimensions, got shape {list(shape)}")
-    return node.emit(
-        relay.MeanOp(data, axis=tuple(range(2, len(shape))), keepdims=True)
-    )
+def _global_pool(op_type: type[relay.ReduceOp]) -> Converter:
+    """GlobalAveragePool / GlobalMaxPool: a reduction over the spatial axes."""
+
+    def convert(node: Node) -> SSAValue:
+        data = node.value(0)
+        shape = shape_of(data)
+        if len(shape) == 4 and op_type is relay.MeanOp:
+            return node.emit(relay.GlobalAvgPool2dOp(data))
+        if len(shape) < 3:
+            raise node.error(
+                f"the input must have spatial dimensions, got shape {list(shape)}"
+            )
+        return node.emit(op_type(data, axis=tuple(range(2, len(shape))), keepdims=True))
+
+    return convert
 
 
 # Linear algebra
@@ -484,7 +630,9 @@ CONVERTERS: dict[str, Converter] = {
     "Conv": _conv,
     "MaxPool": _pool,
     "AveragePool": _pool,
-    "GlobalAveragePool": _global_average_pool,
+    "GlobalAveragePool": _global_pool(relay.MeanOp),
+    "GlobalMaxPool": _global_pool(relay.MaxOp),
+    "ConvTranspose": _conv_transpose,
     "Gemm": _gemm,
     "MatMul": _matmul,
     "BatchNormalization": _batch_normalization,

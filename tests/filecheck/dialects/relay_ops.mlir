@@ -262,3 +262,21 @@ func.func @more_reductions(%x: tensor<2x3x4xf32>, %c: tensor<3xf32>) -> (tensor<
   %2 = relay.nn.instance_norm %x, %c, %c {epsilon = 1.0e-3 : f32} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
   func.return %1, %2 : tensor<1x1xf32>, tensor<2x3x4xf32>
 }
+
+// CHECK-LABEL: func.func @windows_3d_and_transposed(
+// CHECK-NEXT:    %0 = relay.nn.conv3d %x, %w {padding = array<i64: 1, 1, 1>} : (tensor<1x2x4x4x4xf32>, tensor<3x2x3x3x3xf32>) -> tensor<1x3x4x4x4xf32>
+// CHECK-NEXT:    %1 = relay.nn.max_pool3d %0 {pool_size = array<i64: 2, 2, 2>, strides = array<i64: 2, 2, 2>} : (tensor<1x3x4x4x4xf32>) -> tensor<1x3x2x2x2xf32>
+// CHECK-NEXT:    %2 = relay.nn.avg_pool3d %1 {count_include_pad = true, pool_size = array<i64: 3, 3, 3>, padding = array<i64: 1, 1, 1>} : (tensor<1x3x2x2x2xf32>) -> tensor<1x3x2x2x2xf32>
+// CHECK-NEXT:    %3 = relay.nn.conv3d_transpose %2, %t {strides = array<i64: 2, 2, 2>, output_padding = array<i64: 1, 0, 1>} : (tensor<1x3x2x2x2xf32>, tensor<3x1x2x2x2xf32>) -> tensor<1x1x5x4x5xf32>
+// CHECK-NEXT:    %4 = relay.nn.conv2d_transpose %p, %q {groups = 2 : i64} : (tensor<1x4x3x3xf32>, tensor<4x1x2x2xf32>) -> tensor<1x2x4x4xf32>
+// GENERIC-LABEL: sym_name = "windows_3d_and_transposed"
+// GENERIC:       "relay.nn.conv3d"(%x, %w) <{strides = array<i64: 1, 1, 1>, padding = array<i64: 1, 1, 1>, dilation = array<i64: 1, 1, 1>, groups = 1 : i64, data_layout = "NCDHW", kernel_layout = "OIDHW"}>
+// GENERIC:       "relay.nn.conv2d_transpose"(%p, %q) <{strides = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 2 : i64, data_layout = "NCHW", kernel_layout = "IOHW", output_padding = array<i64: 0, 0>}>
+func.func @windows_3d_and_transposed(%x: tensor<1x2x4x4x4xf32>, %w: tensor<3x2x3x3x3xf32>, %t: tensor<3x1x2x2x2xf32>, %p: tensor<1x4x3x3xf32>, %q: tensor<4x1x2x2xf32>) -> (tensor<1x1x5x4x5xf32>, tensor<1x2x4x4xf32>) {
+  %0 = relay.nn.conv3d %x, %w {padding = array<i64: 1, 1, 1>} : (tensor<1x2x4x4x4xf32>, tensor<3x2x3x3x3xf32>) -> tensor<1x3x4x4x4xf32>
+  %1 = relay.nn.max_pool3d %0 {pool_size = array<i64: 2, 2, 2>, strides = array<i64: 2, 2, 2>} : (tensor<1x3x4x4x4xf32>) -> tensor<1x3x2x2x2xf32>
+  %2 = relay.nn.avg_pool3d %1 {pool_size = array<i64: 3, 3, 3>, padding = array<i64: 1, 1, 1>, count_include_pad = true} : (tensor<1x3x2x2x2xf32>) -> tensor<1x3x2x2x2xf32>
+  %3 = relay.nn.conv3d_transpose %2, %t {strides = array<i64: 2, 2, 2>, output_padding = array<i64: 1, 0, 1>} : (tensor<1x3x2x2x2xf32>, tensor<3x1x2x2x2xf32>) -> tensor<1x1x5x4x5xf32>
+  %4 = relay.nn.conv2d_transpose %p, %q {groups = 2 : i64} : (tensor<1x4x3x3xf32>, tensor<4x1x2x2xf32>) -> tensor<1x2x4x4xf32>
+  func.return %3, %4 : tensor<1x1x5x4x5xf32>, tensor<1x2x4x4xf32>
+}

@@ -618,3 +618,19 @@ func.func @main(%x: tensor<1x3x2x2xf32>) -> tensor<1x3x2x2xf32> {
   func.return %0 : tensor<1x3x2x2xf32>
 }
 // CHECK: relay_ops_invalid.mlir:617:3: error: 'relay.nn.lrn': size must be positive, got 0
+
+// -----
+
+func.func @main(%x: tensor<1x2x1x1xf32>, %w: tensor<2x2x1x1xf32>) -> tensor<1x2x1x1xf32> {
+  %0 = relay.nn.conv2d_transpose %x, %w {padding = array<i64: 1>} : (tensor<1x2x1x1xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x1x1xf32>
+  func.return %0 : tensor<1x2x1x1xf32>
+}
+// CHECK: relay_ops_invalid.mlir:625:3: error: 'relay.nn.conv2d_transpose': the output would have -1 elements along the height (the padding removes more than the transposed convolution makes)
+
+// -----
+
+func.func @main(%x: tensor<1x2x3x3x3xf32>) -> tensor<1x2x1x1x1xf32> {
+  %0 = relay.nn.max_pool3d %x {pool_size = array<i64: 3, 3, 3>, padding = array<i64: 1, 1>} : (tensor<1x2x3x3x3xf32>) -> tensor<1x2x1x1x1xf32>
+  func.return %0 : tensor<1x2x1x1x1xf32>
+}
+// CHECK: relay_ops_invalid.mlir:633:3: error: 'relay.nn.max_pool3d': padding must have 1, 3 or 6 values (front, top, left, back, bottom, right), got [1, 1]

@@ -353,3 +353,49 @@ func.func @instance_norm(%x: tensor<2x3x4x5xf32>, %g: tensor<3xf32>, %b: tensor<
 // CHECK-NEXT:           %[[XS:.*]] = arith.mulf %[[X]], %[[SCALE]] : f32
 // CHECK-NEXT:           %[[Y:.*]] = arith.addf %[[XS]], %[[SHIFT]] : f32
 // CHECK-NEXT:           memref.store %[[Y]], %out0[%n, %c, %[[R0]], %[[R1]]]
+
+// conv2d_transpose: a scatter. Per input channel and kernel tap, the input
+// rows and columns whose output `input * stride + tap - pad` lands in the
+// output (clamped ranges, no branch) add `x * w[c, o, tap]` there.
+func.func @conv2d_transpose(%x: tensor<1x2x3x3xf32>, %w: tensor<2x1x3x3xf32>) -> tensor<1x1x5x5xf32> {
+  %0 = relay.nn.conv2d_transpose %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x2x3x3xf32>, tensor<2x1x3x3xf32>) -> tensor<1x1x5x5xf32>
+  func.return %0 : tensor<1x1x5x5xf32>
+}
+
+// CHECK-LABEL:  func.func @conv2d_transpose(
+// CHECK:            memref.store %cst, %out0[%c0, %c0, %{{.*}}, %{{.*}}] : memref<1x1x5x5xf32>
+// CHECK:          scf.for %c = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       scf.for %ki = %c0 to %c3 step %c1 {
+// CHECK:              scf.for %kj = %c0 to %c3 step %c1 {
+// CHECK:                scf.for %iy = %{{.*}} to %{{.*}} step %c1 {
+// CHECK-NEXT:             %[[Y2:.*]] = arith.muli %iy, %c2 : index
+// CHECK-NEXT:             %[[Y:.*]] = arith.addi %[[Y2]], %{{.*}} : index
+// CHECK-NEXT:             scf.for %ix = %{{.*}} to %{{.*}} step %c1 {
+// CHECK-NEXT:               %[[X2:.*]] = arith.muli %ix, %c2 : index
+// CHECK-NEXT:               %[[X:.*]] = arith.addi %[[X2]], %{{.*}} : index
+// CHECK-NEXT:               %[[IN:.*]] = memref.load %x[%c0, %c, %iy, %ix] : memref<1x2x3x3xf32>
+// CHECK-NEXT:               %[[W:.*]] = memref.load %w[%c, %c0, %ki, %kj] : memref<2x1x3x3xf32>
+// CHECK-NEXT:               %[[P:.*]] = arith.mulf %[[IN]], %[[W]] : f32
+// CHECK-NEXT:               %[[O:.*]] = memref.load %out0[%c0, %c0, %[[Y]], %[[X]]] : memref<1x1x5x5xf32>
+// CHECK-NEXT:               %[[S:.*]] = arith.addf %[[O]], %[[P]] : f32
+// CHECK-NEXT:               memref.store %[[S]], %out0[%c0, %c0, %[[Y]], %[[X]]] : memref<1x1x5x5xf32>
+
+// max_pool3d: the 2-d sweep with a depth loop outside: taps outermost, then
+// the output planes; the loops run over the window, never unrolled.
+func.func @max_pool3d(%x: tensor<1x1x4x4x4xf32>) -> tensor<1x1x2x2x2xf32> {
+  %0 = relay.nn.max_pool3d %x {pool_size = array<i64: 2, 2, 2>, strides = array<i64: 2, 2, 2>} : (tensor<1x1x4x4x4xf32>) -> tensor<1x1x2x2x2xf32>
+  func.return %0 : tensor<1x1x2x2x2xf32>
+}
+
+// CHECK-LABEL:  func.func @max_pool3d(
+// CHECK:          scf.for %kd = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       scf.for %ki = %c0 to %c2 step %c1 {
+// CHECK-NEXT:         scf.for %kj = %c0 to %c2 step %c1 {
+// CHECK-NEXT:           scf.for %[[OZ:.*]] = %c0 to %c2 step %c1 {
+// CHECK-NEXT:             %[[Z2:.*]] = arith.muli %[[OZ]], %c2 : index
+// CHECK-NEXT:             %[[Z:.*]] = arith.addi %[[Z2]], %kd : index
+// CHECK-NEXT:             scf.for %[[OY:.*]] = %c0 to %c2 step %c1 {
+// CHECK:                    scf.for %[[OX:.*]] = %c0 to %c2 step %c1 {
+// CHECK:                      memref.load %x[%c0, %c0, %[[Z]], %{{.*}}, %{{.*}}] : memref<1x1x4x4x4xf32>
+// CHECK-NEXT:                 memref.load %out0[%c0, %c0, %[[OZ]], %[[OY]], %[[OX]]]
+// CHECK-NEXT:                 arith.maximumf
