@@ -84,6 +84,19 @@ def _unary(op_type: type[Operation]) -> ScalarBuilder:
     return build
 
 
+def _max_min(is_max: bool) -> ScalarBuilder:
+    """relay.maximum / minimum: NaN-propagating on floats, compare and select
+    on integers (signed or unsigned by the element type)."""
+    float_op = arith.MaximumfOp if is_max else arith.MinimumfOp
+
+    def build(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+        if isinstance(typ, IntegerType):
+            return integer_max_min(b, is_max, args[0], args[1])
+        return b.scalar(float_op, args[0], args[1])
+
+    return build
+
+
 def _relu(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
     return b.scalar(arith.MaximumfOp, args[0], b.constant(0.0, typ))
 
@@ -307,8 +320,8 @@ SCALAR_BUILDERS: dict[type[Operation], ScalarBuilder] = {
     relay.NegativeOp: _unary(arith.NegfOp),
     relay.TanhOp: _unary(math.TanhOp),
     relay.ExpOp: _unary(math.ExpOp),
-    relay.MaximumOp: _binary(arith.MaximumfOp),
-    relay.MinimumOp: _binary(arith.MinimumfOp),
+    relay.MaximumOp: _max_min(True),
+    relay.MinimumOp: _max_min(False),
     relay.PowerOp: _binary(math.PowFOp),
     relay.AbsOp: _unary(math.AbsFOp),
     relay.LogOp: _unary(math.LogOp),

@@ -211,7 +211,10 @@ def integer_max_min(b: BodyBuilder, is_max: bool, x: SSAValue, y: SSAValue) -> S
     """`max(x, y)` (or min) of integer scalars, signed or unsigned by their type,
     as a compare and select (the loop-level IR has no integer max)."""
     typ = x.type
-    unsigned = isinstance(typ, IntegerType) and typ.signedness.data == Signedness.UNSIGNED
+    # i1 is a bool: true (1) is the larger, not -1.
+    unsigned = isinstance(typ, IntegerType) and (
+        typ.signedness.data == Signedness.UNSIGNED or typ.width.data == 1
+    )
     if is_max:
         predicate = _UNSIGNED_GT if unsigned else _SIGNED_GT
     else:
@@ -1004,6 +1007,10 @@ def lower_reduce(
     (data,), (out,) = operands, results
     axes = op.reduced_axes()
     keepdims = bool(op.attrs()["keepdims"])
+    typ = element_type_of(out)
+    if isinstance(op, relay.MaxOp | relay.MinOp) and isinstance(typ, IntegerType):
+        _integer_extreme_into(b, data, out, axes, keepdims, isinstance(op, relay.MaxOp))
+        return
     combine = _REDUCE_COMBINE.get(type(op))
     if combine is not None:
         reduce_into(b, data, out, axes, keepdims, *combine)
@@ -1012,6 +1019,27 @@ def lower_reduce(
     if isinstance(op, relay.MeanOp):
         shape = shape_of(data)
         divide_all(b, out, pymath.prod(shape[d] for d in axes))
+
+
+def _integer_extreme_into(
+    b: BodyBuilder,
+    data: SSAValue,
+    out: SSAValue,
+    axes: Sequence[int],
+    keepdims: bool,
+    is_max: bool,
+) -> None:
+    """`relay.max` / `min` of integers (bools: any / all), started at the
+    type's smallest (largest) value and compared element by element."""
+    typ = element_type_of(out)
+    assert isinstance(typ, IntegerType)
+    low, high = (0, 1) if typ.width.data == 1 else relay.integer_range(typ)
+    fill(b, out, b.constant(low if is_max else high, typ))
+    reduced = set(axes)
+    inner, ivs = nest(b, shape_of(data))
+    at = [0 if d in reduced else iv for d, iv in enumerate(ivs) if keepdims or d not in reduced]
+    value = load(inner, data, ivs)
+    store(inner, integer_max_min(inner, is_max, load(inner, out, at), value), out, at)
 
 
 def lower_global_avg_pool2d(

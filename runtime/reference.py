@@ -581,14 +581,25 @@ def _reduction(fn: Callable[..., np.ndarray], wide: bool) -> Kernel:
     return kernel
 
 
+def _extreme(x: np.ndarray, lowest: bool) -> float | int | bool:
+    """The smallest (or largest) value of `x`'s dtype: -inf, the smallest
+    integer, False."""
+    if x.dtype == np.bool_:
+        return not lowest
+    if x.dtype.kind in "iu":
+        info = np.iinfo(x.dtype)
+        return int(info.min if lowest else info.max)
+    return -np.inf if lowest else np.inf
+
+
 def _max(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
-    # An empty reduction gives -inf, the identity of max (numpy would raise).
-    return np.max(x, axis=axis, keepdims=keepdims, initial=-np.inf)
+    # An empty reduction gives the identity of max (numpy would raise).
+    return np.max(x, axis=axis, keepdims=keepdims, initial=_extreme(x, True))
 
 
 def _min(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
-    # An empty reduction gives +inf, the identity of min.
-    return np.min(x, axis=axis, keepdims=keepdims, initial=np.inf)
+    # An empty reduction gives the identity of min.
+    return np.min(x, axis=axis, keepdims=keepdims, initial=_extreme(x, False))
 
 
 def _constant(op: Operation, args: list[np.ndarray]) -> np.ndarray:

@@ -649,6 +649,13 @@ case(
     initializers={"a": np.array([1], np.int64)},
 )
 case(
+    # An empty axis: max is -inf and log(0) is -inf (0 against 1 broadcasts to 0).
+    "reducelogsumexp-empty-axis",
+    [N("ReduceLogSumExp", ["x", "a"], ["y"])],
+    {"x": np.zeros((2, 0, 4), np.float32)},
+    initializers={"a": np.array([1], np.int64)},
+)
+case(
     "instance-normalization",
     [N("InstanceNormalization", ["x", "g", "b"], ["y"], epsilon=1e-3)],
     {"x": random((2, 3, 4, 5)) * 3 + 1},
@@ -916,6 +923,36 @@ def test_op_compiles_for_the_host(c: Case) -> None:
 
 def ops_of(module) -> list:
     return [op for op in module.walk() if isinstance(op, relay.RelayOp)]
+
+
+@pytest.mark.parametrize(
+    "base, exponent",
+    [
+        (np.array([[1.5, -2.0, 3.0], [0.5, 4.0, -1.0]], np.float32), np.array([2, 3, -1], np.int32)),
+        (np.array([[1.5, 2.0, 3.0], [0.5, 4.0, 1.0]], np.float32), np.array([2, 3, 1], np.int64)),
+        (np.array([[1, -2, 3], [7, 4, -1]], np.int32), np.array([4, 3, 0], np.int32)),
+        (np.array([[1, -2, 3], [7, 4, -1]], np.int64), np.array([0.5, 3.0, 2.0], np.float32)),
+        (np.array([[1, -2, 3], [-5, 2, -1]], np.int64), np.array([3, 51, 33], np.int64)),
+    ],
+    ids=["f32-i32", "f32-i64", "i32-i32", "i64-f32", "i64-i64-large"],
+)
+def test_pow_of_mixed_types_matches_onnxruntime(base, exponent) -> None:
+    """Pow's result has the base's type whatever the exponent's (integer bases
+    are raised in float64, exact up to 2**53)."""
+    dtype = {np.dtype(t): onnx.helper.np_dtype_to_tensor_dtype(np.dtype(t)) for t in (base.dtype, exponent.dtype)}
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [N("Pow", ["x", "e"], ["y"])],
+        "pow",
+        [value("x", dtype[base.dtype], base.shape), value("e", dtype[exponent.dtype], exponent.shape)],
+        [value("y", dtype[base.dtype], None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)], ir_version=8)
+    (want,) = run_onnxruntime(model, {"x": base, "e": exponent})
+    for targets in ([], ["ccompiler"]):
+        got = byoc.compile(model, targets=targets)(base, exponent)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=str(targets))
 
 
 def test_prelu_before_opset_7_has_one_slope_per_channel() -> None:

@@ -116,6 +116,11 @@ BINARY_NUMPY = {
 }
 
 
+def test_zero_against_one_broadcasts_to_zero():
+    assert relay.broadcast_shapes((2, 0, 4), (2, 1, 4), "t") == (2, 0, 4)
+    assert relay.broadcast_shapes((1, 3), (0, 1), "t") == (0, 3)
+
+
 def test_binary_table_is_complete():
     assert set(BINARY_NUMPY) == set(relay.BINARY_OPS)
 

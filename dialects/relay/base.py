@@ -53,7 +53,7 @@ def broadcast_shapes(
                 f"'{op_name}': operand shapes {list(lhs)} and {list(rhs)} do not "
                 f"broadcast (dimension {dim}: {x} vs {y})"
             )
-        out.append(max(x, y) if x != 1 else y)
+        out.append(y if x == 1 else x)  # a 0 against a 1 is 0, as in numpy
     return tuple(out)
 
 

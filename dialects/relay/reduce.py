@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     BoolAttr,
@@ -70,6 +71,9 @@ class ReduceOp(InferredOp, abc.ABC):
     """A reduction over `axis` (every axis when absent or empty, as Relay; the
     other axes with `exclude`), keeping reduced axes as size 1 with `keepdims`."""
 
+    ANY_ELEMENT: ClassVar[bool] = False
+    """Whether integer and `i1` data is allowed (the op means the same on them)."""
+
     data = operand_def(TensorType)
     result = result_def(TensorType)
     axis = opt_prop_def(DenseArrayBase.constr(i64))
@@ -107,7 +111,9 @@ class ReduceOp(InferredOp, abc.ABC):
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
-        (data,) = _tensors(cls.name, [("data", operand_types[0])])
+        (data,) = _tensors(
+            cls.name, [("data", operand_types[0])], any_element=cls.ANY_ELEMENT
+        )
         shape = reduce_output_shape(
             data.get_shape(),
             attrs["axis"],
@@ -134,18 +140,20 @@ class MeanOp(ReduceOp):
 
 @irdl_op_definition
 class MaxOp(ReduceOp):
-    """The maximum of `data` over the reduced axes."""
+    """The maximum of `data` over the reduced axes (of bools: any)."""
 
     name = "relay.max"
 
-
+    ANY_ELEMENT: ClassVar[bool] = True
 
 
 @irdl_op_definition
 class MinOp(ReduceOp):
-    """The minimum of `data` over the reduced axes."""
+    """The minimum of `data` over the reduced axes (of bools: all)."""
 
     name = "relay.min"
+
+    ANY_ELEMENT: ClassVar[bool] = True
 
 
 @irdl_op_definition

@@ -42,6 +42,9 @@ from byoc.dialects.relay.base import (
 class ElementwiseBinaryOp(RelayOp, abc.ABC):
     """Elementwise binary op with numpy broadcasting on operands of one dtype."""
 
+    INTEGER_DATA: ClassVar[bool] = False
+    """Whether integer operands are allowed (the op means the same on integers)."""
+
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
@@ -63,8 +66,8 @@ class ElementwiseBinaryOp(RelayOp, abc.ABC):
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
     def verify_(self) -> None:
-        lt = tensor_of(self.lhs, self.name, "lhs")
-        rt = tensor_of(self.rhs, self.name, "rhs")
+        lt = tensor_of(self.lhs, self.name, "lhs", self.INTEGER_DATA)
+        rt = tensor_of(self.rhs, self.name, "rhs", self.INTEGER_DATA)
         if lt.element_type != rt.element_type:
             raise VerifyException(
                 f"'{self.name}': operands have different element types "
@@ -143,12 +146,16 @@ class DivideOp(ElementwiseBinaryOp):
 class MaximumOp(ElementwiseBinaryOp):
     """Elementwise `max(lhs, rhs)` (NaN if either is NaN, as numpy.maximum)."""
 
+    INTEGER_DATA: ClassVar[bool] = True
+
     name = "relay.maximum"
 
 
 @irdl_op_definition
 class MinimumOp(ElementwiseBinaryOp):
     """Elementwise `min(lhs, rhs)` (NaN if either is NaN, as numpy.minimum)."""
+
+    INTEGER_DATA: ClassVar[bool] = True
 
     name = "relay.minimum"
 

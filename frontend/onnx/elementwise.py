@@ -7,7 +7,8 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import AnyFloat, f32, f64
+from xdsl.ir import Attribute, SSAValue
 
 from byoc.dialects import relay
 from byoc.frontend.onnx.graph import (
@@ -107,13 +108,32 @@ def _prelu(node: Node) -> SSAValue:
     return node.emit(relay.AddOp(positive, scaled))
 
 
+def _dtype_name(element: Attribute) -> str:
+    """relay.cast's name of a runtime element type."""
+    return next(name for name, typ in relay.CAST_DTYPES.items() if typ == element)
+
+
 def _pow(node: Node) -> SSAValue:
-    if node.is_constant(1):
-        # The exponent may be an integer tensor (Pow's T1 and T2 differ).
+    """Pow: the result has the base's type, the exponent may have another
+    (Pow's T and T1 differ). An integer base is raised in float64 and
+    truncated back, as numpy's integer power for the exponents that make
+    sense (non-negative, results below 2**53)."""
+    base = node.value(0)
+    base_type = base.type.element_type  # type: ignore[attr-defined]
+    if base_type == f32 and node.is_constant(1):
         exponent = node.constant(1, "the exponent")
         if exponent.dtype.kind in "iub":
-            return node.emit(relay.PowerOp(node.value(0), node.const(exponent)))
-    return node.emit(relay.PowerOp(node.value(0), node.value(1)))
+            return node.emit(relay.PowerOp(base, node.const(exponent)))
+    exponent = node.value(1)
+    exponent_type = exponent.type.element_type  # type: ignore[attr-defined]
+    if isinstance(base_type, AnyFloat):
+        if exponent_type != base_type:
+            exponent = node.emit(relay.CastOp(exponent, _dtype_name(base_type)))
+        return node.emit(relay.PowerOp(base, exponent))
+    if exponent_type != f64:
+        exponent = node.emit(relay.CastOp(exponent, "float64"))
+    wide = node.emit(relay.PowerOp(node.emit(relay.CastOp(base, "float64")), exponent))
+    return node.emit(relay.CastOp(wide, _dtype_name(base_type)))
 
 
 def _clip(node: Node) -> SSAValue:

@@ -193,3 +193,32 @@ func.func private @kernel(tensor<2x3xf32>, tensor<f32>) -> (tensor<2x3xf32>, ten
 
 // CHECK-LABEL:  func.func private @kernel(memref<2x3xf32>, memref<f32>, memref<2x3xf32>, memref<4xf32>) -> i32
 // CHECK-NOT:      tensor
+
+// Integer maximum and minimum compare and select, unsigned for ui8 and i1 (a
+// bool's true is 1, not -1); a bool max reduction starts at false.
+func.func @integer_extremes(%x: tensor<ui8>, %y: tensor<ui8>, %a: tensor<i32>, %b: tensor<i32>, %g: tensor<2xi1>) -> (tensor<ui8>, tensor<i32>, tensor<i1>) {
+  %0 = relay.maximum %x, %y : (tensor<ui8>, tensor<ui8>) -> tensor<ui8>
+  %1 = relay.minimum %a, %b : (tensor<i32>, tensor<i32>) -> tensor<i32>
+  %2 = relay.max %g : (tensor<2xi1>) -> tensor<i1>
+  func.return %0, %1, %2 : tensor<ui8>, tensor<i32>, tensor<i1>
+}
+
+// CHECK-LABEL:  func.func @integer_extremes(
+// CHECK:          %[[FALSE:.*]] = arith.constant false
+// CHECK:          %[[X:.*]] = memref.load %x[] : memref<ui8>
+// CHECK-NEXT:     %[[Y:.*]] = memref.load %y[] : memref<ui8>
+// CHECK-NEXT:     %[[C:.*]] = arith.cmpi ugt, %[[X]], %[[Y]] : ui8
+// CHECK-NEXT:     %[[M:.*]] = arith.select %[[C]], %[[X]], %[[Y]] : ui8
+// CHECK-NEXT:     memref.store %[[M]], %out0[] : memref<ui8>
+// CHECK:          %[[A:.*]] = memref.load %a[] : memref<i32>
+// CHECK-NEXT:     %[[B:.*]] = memref.load %b[] : memref<i32>
+// CHECK-NEXT:     %[[D:.*]] = arith.cmpi slt, %[[A]], %[[B]] : i32
+// CHECK-NEXT:     %[[N:.*]] = arith.select %[[D]], %[[A]], %[[B]] : i32
+// CHECK-NEXT:     memref.store %[[N]], %out1[] : memref<i32>
+// CHECK:          memref.store %[[FALSE]], %out2[] : memref<i1>
+// CHECK:          scf.for
+// CHECK:            %[[G:.*]] = memref.load %g[
+// CHECK-NEXT:       %[[O:.*]] = memref.load %out2[] : memref<i1>
+// CHECK-NEXT:       %[[E:.*]] = arith.cmpi ugt, %[[O]], %[[G]] : i1
+// CHECK-NEXT:       %[[S:.*]] = arith.select %[[E]], %[[O]], %[[G]] : i1
+// CHECK-NEXT:       memref.store %[[S]], %out2[] : memref<i1>
