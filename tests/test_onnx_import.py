@@ -437,6 +437,33 @@ case(
     [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3, 3], pads=[1, 1, 1, 1, 1, 1], count_include_pad=1)],
     {"x": random((1, 2, 3, 4, 3))},
 )
+for p in (1, 2, 3, 6):
+    case(
+        f"lppool-p{p}",
+        [N("LpPool", ["x"], ["y"], kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1], p=p)],
+        X4D,
+        opset=18,
+    )
+case(
+    "lppool-dilations-ceil-mode",
+    [N("LpPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], dilations=[2, 1], ceil_mode=1)],
+    {"x": random((1, 2, 6, 5))},
+    opset=18,
+)
+case(
+    # ceil_mode keeps a window along H and drops one along W (as MaxPool's case).
+    "lppool-ceil-mode-mixed-axes",
+    [N("LpPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 0, 1], ceil_mode=1)],
+    {"x": random((1, 2, 5, 4))},
+    opset=18,
+)
+case("lppool-same-upper", [N("LpPool", ["x"], ["y"], kernel_shape=[3, 3], auto_pad="SAME_UPPER")], X4D, opset=18)
+case("lppool-1d", [N("LpPool", ["x"], ["y"], kernel_shape=[3], strides=[2])], {"x": random((2, 3, 9))}, opset=18)
+case("lppool-3d", [N("LpPool", ["x"], ["y"], kernel_shape=[2, 2, 2], p=1)], {"x": random((1, 2, 3, 4, 3))}, opset=18)
+case("lppool-opset11", [N("LpPool", ["x"], ["y"], kernel_shape=[2, 2])], X4D, opset=11)
+for p in (1, 2, 3):
+    case(f"globallppool-p{p}", [N("GlobalLpPool", ["x"], ["y"], p=p)], X4D)
+case("globallppool-1d", [N("GlobalLpPool", ["x"], ["y"])], {"x": random((2, 3, 5))})
 case("globalmaxpool", [N("GlobalMaxPool", ["x"], ["y"])], X4D)
 case("globalmaxpool-3d", [N("GlobalMaxPool", ["x"], ["y"])], {"x": random((2, 3, 4, 2, 3))})
 case("globalaveragepool-3d", [N("GlobalAveragePool", ["x"], ["y"])], {"x": random((2, 3, 4, 2, 3))})
@@ -467,6 +494,19 @@ case(
     },
 )
 case(
+    "batchnormalization-training-mode",
+    [N("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], training_mode=1, momentum=0.8)],
+    {"x": random((2, 3, 4, 5)) * 2 + 1},
+    outputs=("y", "rm", "rv"),
+    initializers={
+        "s": random((3,), 1),
+        "b": random((3,), 2),
+        "m": random((3,), 3),
+        "v": random((3,), 4, positive=True),
+    },
+    opset=15,
+)
+case(
     "layernormalization",
     [N("LayerNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)],
     X234,
@@ -494,6 +534,20 @@ case(
     "layernormalization-scale-input",
     [N("LayerNormalization", ["x", "s", "b"], ["y"], axis=-2)],
     {"x": random((2, 3, 4)), "s": random((3, 4), 1), "b": random((3, 4), 2)},
+)
+case(
+    "layernormalization-mean-invstddev",
+    [N("LayerNormalization", ["x", "s", "b"], ["y", "mean", "inv"], axis=1, epsilon=0.1)],
+    X234,
+    outputs=("y", "mean", "inv"),
+    initializers={"s": random((3, 4), 1), "b": random((4,), 2)},
+)
+case(
+    "layernormalization-invstddev-only",
+    [N("LayerNormalization", ["x", "s"], ["y", "", "inv"])],
+    X234,
+    outputs=("y", "inv"),
+    initializers={"s": random((4,), 1)},
 )
 
 # Shapes

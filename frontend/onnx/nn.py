@@ -286,10 +286,8 @@ def _conv_transpose(node: Node) -> SSAValue:
     return _from_2d(node, out) if n == 1 else out
 
 
-def _pool(node: Node) -> SSAValue:
-    node.only_first_output()
-    data = node.value(0)
-    shape = shape_of(data)
+def _pool_kernel(node: Node, shape: Shape) -> list[int]:
+    """A pool's `kernel_shape`, checked against the input's spatial rank."""
     _check_spatial_rank(node, shape)
     kernel = node.ints("kernel_shape")
     if kernel is None:
@@ -299,6 +297,14 @@ def _pool(node: Node) -> SSAValue:
             f"kernel_shape {kernel} does not match the input's {len(shape) - 2} "
             "spatial dimensions"
         )
+    return kernel
+
+
+def _pool(node: Node) -> SSAValue:
+    node.only_first_output()
+    data = node.value(0)
+    shape = shape_of(data)
+    kernel = _pool_kernel(node, shape)
     strides, dilations, pads = _spatial(node, shape, kernel)
     ceil_mode = bool(node.attr("ceil_mode", 0))
     count_include_pad = bool(node.attr("count_include_pad", 0))
@@ -306,9 +312,28 @@ def _pool(node: Node) -> SSAValue:
         ceil_mode, pads = _keep_ceil_mode(
             node, shape[2:], kernel, strides, dilations, pads, count_include_pad
         )
-    is_max = node.op_type == "MaxPool"
-    extra = {} if is_max else {"count_include_pad": count_include_pad}
     # storage_order only changes the Indices output, refused above.
+    return _emit_pool(
+        node, node.op_type == "MaxPool", data, kernel, strides, pads, dilations,
+        ceil_mode, count_include_pad,
+    )
+
+
+def _emit_pool(
+    node: Node,
+    is_max: bool,
+    data: SSAValue,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> SSAValue:
+    """A relay max or avg pool over 1, 2 or 3 spatial dims (1-d as 2-d);
+    ONNX `pads` are `[begin..., end...]`."""
+    shape = shape_of(data)
+    extra = {} if is_max else {"count_include_pad": count_include_pad}
     if len(shape) == 5:
         op_type = relay.MaxPool3dOp if is_max else relay.AvgPool3dOp
         return node.emit(
@@ -348,10 +373,35 @@ def _keep_ceil_mode(
     the axes that keep it (which neither a max nor an average without
     count_include_pad sees).
     """
+    ceil_ok, floor_ok, grown = _ceil_windows(sizes, kernel, strides, dilations, pads)
+    if ceil_ok:
+        return True, list(pads)
+    node.check_shapes = False  # onnx's shape inference keeps the dropped window
+    if floor_ok:
+        return False, list(pads)
+    if node.op_type == "AveragePool" and count_include_pad:
+        raise node.error(
+            "ceil_mode=1 adds a window along one spatial axis and drops it along "
+            "the other (it would start in the end padding); with count_include_pad "
+            "relay's pools cannot express that"
+        )
+    return False, grown
+
+
+def _ceil_windows(
+    sizes: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int],
+) -> tuple[bool, bool, list[int]]:
+    """For `ceil_mode=1` as onnxruntime counts windows (a last one that would
+    start in the end padding is dropped): whether that is the ceil count on
+    every axis, whether it is the floor count on every axis, and the pads
+    whose end padding grows so that the floor count is that count."""
     n = len(sizes)
     ceil_ok, floor_ok = True, True
-    pads = list(pads)
-    grow: list[tuple[int, int]] = []
+    grown = list(pads)
     for i, (size, k, s, d) in enumerate(zip(sizes, kernel, strides, dilations)):
         span = (k - 1) * d + 1
         room = size + pads[i] + pads[i + n] - span
@@ -360,21 +410,73 @@ def _keep_ceil_mode(
         ceil_ok &= wanted == ceil_out
         floor_ok &= wanted == floor_out
         if wanted != floor_out:
-            grow.append((i + n, (wanted - 1) * s + span - (size + pads[i] + pads[i + n])))
-    if ceil_ok:
-        return True, pads
-    node.check_shapes = False  # onnx's shape inference keeps the dropped window
-    if floor_ok:
-        return False, pads
-    if node.op_type == "AveragePool" and count_include_pad:
+            grown[i + n] += (wanted - 1) * s + span - (size + pads[i] + pads[i + n])
+    return ceil_ok, floor_ok, grown
+
+
+def _lp_power(node: Node, data: SSAValue, p: int) -> SSAValue:
+    """`|x| ** p` for an integer `p >= 1`, by multiplication up to p = 4."""
+    if p == 2:
+        return node.emit(relay.MultiplyOp(data, data))
+    magnitude = node.emit(relay.AbsOp(data))
+    if p > 4:
+        return node.emit(relay.PowerOp(magnitude, node.const(np.float32(p))))
+    out = magnitude
+    for _ in range(p - 1):
+        out = node.emit(relay.MultiplyOp(out, magnitude))
+    return out
+
+
+def _lp_root(node: Node, total: SSAValue, p: int) -> SSAValue:
+    """`total ** (1 / p)`."""
+    if p == 1:
+        return total
+    if p == 2:
+        return node.emit(relay.SqrtOp(total))
+    return node.emit(relay.PowerOp(total, node.const(np.float32(1.0 / p))))
+
+
+def _lp_order(node: Node) -> int:
+    p = int(node.attr("p", 2))
+    if p < 1:
+        raise node.error(f"p must be a positive integer, got {p}")
+    return p
+
+
+def _lp_pool(node: Node) -> SSAValue:
+    """LpPool: `(sum |x|^p over the window) ** (1/p)`, the sum as an average
+    with count_include_pad times the window size. Zero padding adds nothing to
+    the sum, so ceil_mode's extra windows become more end padding, and every
+    window's divisor is the whole window."""
+    data = node.value(0)
+    shape = shape_of(data)
+    kernel = _pool_kernel(node, shape)
+    p = _lp_order(node)
+    strides, dilations, pads = _spatial(node, shape, kernel)
+    if node.attr("ceil_mode", 0):
+        ceil_ok, _, pads = _ceil_windows(shape[2:], kernel, strides, dilations, pads)
+        if not ceil_ok:
+            node.check_shapes = False  # onnx's shape inference keeps the dropped window
+    mean = _emit_pool(
+        node, False, _lp_power(node, data, p), kernel, strides, pads, dilations,
+        False, True,
+    )
+    total = node.emit(relay.MultiplyOp(mean, node.const(np.float32(math.prod(kernel)))))
+    return _lp_root(node, total, p)
+
+
+def _global_lp_pool(node: Node) -> SSAValue:
+    """GlobalLpPool: `(sum |x|^p over the spatial axes) ** (1/p)`."""
+    data = node.value(0)
+    rank = len(shape_of(data))
+    if rank < 3:
         raise node.error(
-            "ceil_mode=1 adds a window along one spatial axis and drops it along "
-            "the other (it would start in the end padding); with count_include_pad "
-            "relay's pools cannot express that"
+            f"the input must have spatial dimensions, got shape {list(shape_of(data))}"
         )
-    for index, more in grow:
-        pads[index] += more
-    return False, pads
+    p = _lp_order(node)
+    powered = _lp_power(node, data, p)
+    total = node.emit(relay.SumOp(powered, axis=tuple(range(2, rank)), keepdims=True))
+    return _lp_root(node, total, p)
 
 
 def _global_pool(op_type: type[relay.ReduceOp]) -> Converter:
@@ -515,20 +617,70 @@ def _batched(node: Node, value: SSAValue, shape: Shape, batch: Shape) -> SSAValu
 # Normalisation
 
 
-def _batch_normalization(node: Node) -> SSAValue:
-    if node.attr("training_mode", 0):
-        raise node.error("training_mode=1 is not supported (inference only)")
-    node.only_first_output()
+def _batch_normalization(node: Node) -> SSAValue | list[SSAValue]:
     data = node.value(0)
-    if len(shape_of(data)) < 2:
+    shape = shape_of(data)
+    if len(shape) < 2:
         raise node.error("the input must have a channel dimension (rank >= 2)")
-    params = [node.value(i) for i in range(1, 5)]
     epsilon = float(node.attr("epsilon", 1e-5))
+    if node.attr("training_mode", 0):
+        return _batch_norm_training(node, data, epsilon)
+    node.only_first_output()
+    params = [node.value(i) for i in range(1, 5)]
     return node.emit(relay.BatchNormOp(data, *params, axis=1, epsilon=epsilon))
 
 
-def _layer_normalization(node: Node) -> SSAValue:
-    node.only_first_output()
+def _batch_norm_training(node: Node, data: SSAValue, epsilon: float) -> list[SSAValue]:
+    """BatchNormalization with training_mode=1: normalised by the batch's own
+    statistics (the population variance over every axis but the channels),
+    with the running mean and variance updated by `momentum`."""
+    shape = shape_of(data)
+    channels = (shape[1],)
+    axes = (0, *range(2, len(shape)))
+    mean = node.emit(relay.MeanOp(data, axes))
+    per_channel = (1, *channels, *(1,) * (len(shape) - 2))
+    centered = node.emit(
+        relay.SubtractOp(data, node.emit(relay.ReshapeOp(mean, per_channel)))
+    )
+    variance = node.emit(relay.MeanOp(node.emit(relay.MultiplyOp(centered, centered)), axes))
+    out = node.emit(
+        relay.BatchNormOp(
+            data, node.value(1), node.value(2), mean, variance, axis=1, epsilon=epsilon
+        )
+    )
+    momentum = float(node.attr("momentum", 0.9))
+
+    def running(i: int, batch: SSAValue) -> SSAValue:
+        kept = node.emit(relay.MultiplyOp(node.value(i), node.const(np.float32(momentum))))
+        new = node.emit(relay.MultiplyOp(batch, node.const(np.float32(1.0 - momentum))))
+        return node.emit(relay.AddOp(kept, new))
+
+    return [out, running(3, mean), running(4, variance)]
+
+
+def _layer_normalization(node: Node) -> SSAValue | list[SSAValue]:
+    out = _layer_norm(node)
+    if not any(o in node.graph.used for o in node.outputs[1:] if o):
+        return out
+    # The optional Mean and InvStdDev outputs (stash_type float32: what the
+    # data already is), computed apart from relay.nn.layer_norm, which
+    # returns only the normalised data.
+    data = node.value(0)
+    rank = len(shape_of(data))
+    axis = relay.normalize_axis(int(node.attr("axis", -1)), rank, "LayerNormalization")
+    axes = tuple(range(axis, rank))
+    mean = node.emit(relay.MeanOp(data, axes, keepdims=True))
+    centered = node.emit(relay.SubtractOp(data, mean))
+    variance = node.emit(
+        relay.MeanOp(node.emit(relay.MultiplyOp(centered, centered)), axes, keepdims=True)
+    )
+    epsilon = node.const(np.float32(node.attr("epsilon", 1e-5)))
+    inv_std_dev = node.emit(relay.RsqrtOp(node.emit(relay.AddOp(variance, epsilon))))
+    return [out, mean, inv_std_dev]
+
+
+def _layer_norm(node: Node) -> SSAValue:
+    """LayerNormalization's first output, the normalised data."""
     data = node.value(0)
     shape = shape_of(data)
     rank = len(shape)
@@ -632,6 +784,8 @@ CONVERTERS: dict[str, Converter] = {
     "AveragePool": _pool,
     "GlobalAveragePool": _global_pool(relay.MeanOp),
     "GlobalMaxPool": _global_pool(relay.MaxOp),
+    "LpPool": _lp_pool,
+    "GlobalLpPool": _global_lp_pool,
     "ConvTranspose": _conv_transpose,
     "Gemm": _gemm,
     "MatMul": _matmul,
