@@ -115,6 +115,7 @@ from byoc.dialects.emitc import (
     EmitC_YieldOp,
 )
 from byoc.frontend.diagnostics import ByocError
+from byoc.runtime import libbyoc
 from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_shared, openmp_flags
 from byoc.targets.openmp import PARALLEL_FOR, add_fork_guard
 
@@ -314,16 +315,24 @@ def conv2d_check(op: Operation) -> str | None:
     )
 
 
+def conv2d_packed_check(op: Operation) -> str | None:
+    """Takes float32 conv2d_packed (what `alter_op` makes of a conv2d with a constant
+    weight): libbyoc's kernel, any stride, padding, dilation and groups."""
+    return _float32(op)
+
+
 KERNEL_CHECKS = {
     relay.DenseOp.name: dense_check,
     relay.MatmulOp.name: matmul_check,
     relay.BatchMatmulOp.name: batch_matmul_check,
     relay.Conv2dOp.name: conv2d_check,
+    relay.Conv2dPackedOp.name: conv2d_packed_check,
 }
-"""The ops computed by sgemm, and their checks."""
+"""The ops computed by sgemm or libbyoc, and their checks."""
 
-EPILOGUE_OPS = (relay.BiasAddOp.name, relay.ReluOp.name)
-"""Elementwise ops applied to a product's output in the same pass (composites only)."""
+EPILOGUE_OPS = (relay.BiasAddOp.name, relay.ReluOp.name, relay.AddOp.name, relay.ClipOp.name)
+"""Elementwise ops applied to a product's output in the same pass (composites only;
+a residual `add` and `clip` only after a conv2d with a constant weight)."""
 
 
 def fused_check(ops: Sequence[Operation]) -> str | None:
@@ -337,21 +346,56 @@ def fused_check(ops: Sequence[Operation]) -> str | None:
     return None
 
 
+def packed_conv_check(ops: Sequence[Operation]) -> str | None:
+    """A conv2d composite whose epilogue only libbyoc's kernel applies (a residual
+    add, clip): the weight must be a constant (so it is packed), an add's operands
+    of one shape, and a bias along the channels."""
+    if reason := fused_check(ops):
+        return reason
+    conv = ops[0]
+    weight = conv.operands[1].owner
+    if not isinstance(weight, relay.ConstantOp):
+        return "the weight is not a constant (libbyoc's convolution reads packed weights)"
+    for op in ops[1:]:
+        if isinstance(op, relay.AddOp) and _shape(op.operands[0]) != _shape(op.operands[1]):
+            return "the add broadcasts (a residual add takes two tensors of one shape)"
+        if isinstance(op, relay.BiasAddOp) and op.attrs()["axis"] not in (1, -3):
+            return "the bias is not along the channels"
+    return None
+
+
 def _composites() -> tuple[Composite, ...]:
+    bias, relu, add, clip = (
+        relay.BiasAddOp.name, relay.ReluOp.name, relay.AddOp.name, relay.ClipOp.name
+    )
     patterns = []
     for product in ("dense", "conv2d"):
         root = f"relay.nn.{product}"
         for suffix, tail in (
-            ("bias_relu", (relay.BiasAddOp.name, relay.ReluOp.name)),
-            ("bias", (relay.BiasAddOp.name,)),
-            ("relu", (relay.ReluOp.name,)),
+            ("bias_relu", (bias, relu)),
+            ("bias", (bias,)),
+            ("relu", (relu,)),
         ):
             patterns.append(Composite(f"{product}_{suffix}", (root, *tail), fused_check))
+    root = relay.Conv2dOp.name
+    for suffix, tail in (
+        ("bias_add_relu", (bias, add, relu)),
+        ("bias_add_clip", (bias, add, clip)),
+        ("bias_add", (bias, add)),
+        ("bias_clip", (bias, clip)),
+        ("add_relu", (add, relu)),
+        ("add_clip", (add, clip)),
+        ("add", (add,)),
+        ("clip", (clip,)),
+    ):
+        patterns.append(Composite(f"conv2d_{suffix}", (root, *tail), packed_conv_check))
     return tuple(patterns)
 
 
 COMPOSITES = _composites()
-"""dense/conv2d followed by bias_add and/or relu: `dense_bias_relu`, `conv2d_bias`, ..."""
+"""dense/conv2d followed by bias_add and/or relu (`dense_bias_relu`, `conv2d_bias`,
+...), and conv2d followed by a bias, a residual add and relu or clip
+(`conv2d_bias_add_relu`, ...), computed in the pass that writes the output."""
 
 
 # ---------------------------------------------------------------------------
@@ -365,15 +409,24 @@ class CodegenError(ByocError):
 
 @dataclass
 class Epilogue:
-    """Elementwise work done on a step's output in one pass: `relu(x + bias)`."""
+    """Elementwise work done on a step's output in one pass:
+    `act(x + bias + residual)`, act relu or clip (residual and clip: conv2d_packed only)."""
 
     bias: SSAValue | None = None
     axis: int = 0
     """The axis of the output the bias is laid along."""
     relu: bool = False
+    residual: SSAValue | None = None
+    clip: tuple[float, float] | None = None
 
     def __bool__(self) -> bool:
-        return self.bias is not None or self.relu
+        return self.bias is not None or self.relu or self.residual is not None or (
+            self.clip is not None
+        )
+
+    @property
+    def activated(self) -> bool:
+        return self.relu or self.clip is not None
 
 
 @dataclass
@@ -416,14 +469,29 @@ class Scratch:
 
 
 def _can_fuse(step: Step, op: Operation, uses: int, returned: bool, defined_before) -> bool:
-    """Whether `op` (bias_add or relu of `step.result`) can run in `step`'s epilogue."""
+    """Whether `op` (an epilogue op of `step.result`) can run in `step`'s epilogue:
+    in order bias, residual add, activation; add and clip after conv2d_packed only."""
     if uses != 1 or returned:
         return False  # someone needs the value before the epilogue
     ep = step.epilogue
     if op.name == relay.ReluOp.name:
-        return not ep.relu
-    bias = op.operands[1]
-    return ep.bias is None and not ep.relu and defined_before(bias, step.op)
+        return not ep.activated
+    packed = isinstance(step.op, relay.Conv2dPackedOp)
+    if op.name == relay.ClipOp.name:
+        return packed and not ep.activated
+    other = op.operands[1]
+    if op.name == relay.AddOp.name:
+        return (
+            packed
+            and ep.residual is None
+            and not ep.activated
+            and op.operands[0] is step.result
+            and _shape(other) == _shape(step.result)
+            and defined_before(other, step.op)
+        )
+    return ep.bias is None and ep.residual is None and not ep.activated and (
+        defined_before(other, step.op)
+    )
 
 
 def plan_steps(function: func.FuncOp) -> list[Step]:
@@ -457,6 +525,11 @@ def plan_steps(function: func.FuncOp) -> list[Step]:
                 step.result = op.results[0]
                 open_steps[step.result] = step
                 continue
+            if op.name not in (relay.BiasAddOp.name, relay.ReluOp.name):
+                raise CodegenError(
+                    f"error: cblas computes '{op.name}' only in the epilogue of a "
+                    f"conv2d_packed (@{function.sym_name.data})"
+                )
             step = Step(op, op.results[0], _add_epilogue(Epilogue(), op), source=source)
         elif op.name in KERNEL_CHECKS:
             step = Step(op, op.results[0], Epilogue())
@@ -475,6 +548,11 @@ def plan_steps(function: func.FuncOp) -> list[Step]:
 def _add_epilogue(epilogue: Epilogue, op: Operation) -> Epilogue:
     if op.name == relay.ReluOp.name:
         epilogue.relu = True
+    elif isinstance(op, relay.ClipOp):
+        attrs = op.attrs()
+        epilogue.clip = (float(attrs["a_min"]), float(attrs["a_max"]))
+    elif isinstance(op, relay.AddOp):
+        epilogue.residual = op.operands[1]
     else:
         assert isinstance(op, relay.BiasAddOp)
         axis = op.attrs()["axis"]
@@ -539,6 +617,20 @@ def _direct_conv(op: relay.Conv2dOp) -> bool:
 # ---------------------------------------------------------------------------
 
 F32_PTR = EmitC_PointerType(f32)
+CONV_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_conv")))
+
+LIBBYOC_LAYOUTS = {"OIHW8o": 0, "OIHW32o": 1}
+"""conv2d_packed's kernel layouts as byoc_runtime.h numbers them (ROWS, COLUMNS)."""
+
+
+def _c_float(value: float) -> str:
+    """A C float literal of exactly `value` (hexadecimal, so nothing rounds)."""
+    if math.isinf(value):
+        return "__builtin_inff()" if value > 0 else "-__builtin_inff()"
+    if math.isnan(value):
+        return "__builtin_nanf(\"\")"
+    return f"{float(value).hex()}f"
+
 CONST_F32_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const float")))
 VOID_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("void")))
 
@@ -813,7 +905,9 @@ class FunctionEmitter:
         self.refs: dict[SSAValue, Ref] = {
             arg: Ref(param, readonly=True) for arg, param in zip(block.args, self.body.args)
         }
-        self.globals: list[EmitC_GlobalOp] = []
+        self.globals: list[Operation] = []
+        self.uses_libbyoc = False
+        """Whether the C calls libbyoc (byoc_runtime.h)."""
         self.constants(block)
         self.copies: list[tuple[Ref, SSAValue]] = []
         for i, value in enumerate(self.returns):
@@ -864,6 +958,7 @@ class FunctionEmitter:
     def emit(self) -> EmitC_FuncOp:
         b = self.b
         base: SSAValue | None = None
+        self.base = None
         if self.scratch_floats:
             nbytes = self.scratch_floats * 4
             raw = b.call(
@@ -882,6 +977,7 @@ class FunctionEmitter:
                     [failed],
                 )
             )
+            self.base = base
             for value, buffer in self.scratch.items():
                 self.refs[value] = Ref(base, Affine(const=buffer.offset))
         for t, step in enumerate(self.steps):
@@ -935,6 +1031,9 @@ class FunctionEmitter:
         elif isinstance(op, relay.Conv2dOp):
             self._conv2d(op, out, col, step.epilogue)
             return  # applies its epilogue image by image
+        elif isinstance(op, relay.Conv2dPackedOp):
+            self._conv2d_packed(op, out, step.epilogue)
+            return  # the kernel applies the epilogue
         else:
             assert step.source is not None
             self.epilogue(self.refs[step.source], out, shape, step.epilogue)
@@ -1100,6 +1199,54 @@ class FunctionEmitter:
         g = Gemm(self.refs[x], self.refs[y], out, ta, tb, m, n, k, lda, ldb, n)
         strides = (m * k if x_shape[0] > 1 else 0, n * k if y_shape[0] > 1 else 0, m * n)
         return self.gemm(g, batch, strides, epilogue if batch == 1 else None)
+
+    def _conv2d_packed(self, op: relay.Conv2dPackedOp, out: Ref, epilogue: Epilogue) -> None:
+        """One call of libbyoc's `byoc_rt_conv2d`, its shape a `static const` struct,
+        the epilogue (bias, residual, relu or clip) applied by the kernel."""
+        b = self.b
+        data, weight = op.operands
+        attrs = op.attrs()
+        n, c, h, w = _shape(data)
+        o = attrs["channels"]
+        _, _, oh, ow = _shape(op.results[0])
+        _, _, kh, kw, _ = _shape(weight)
+        top, left, _, _ = relay.normalize_padding(attrs["padding"], op.name)  # type: ignore[arg-type]
+        sh, sw = attrs["strides"]  # type: ignore[misc]
+        dh, dw = attrs["dilation"]  # type: ignore[misc]
+        layout = LIBBYOC_LAYOUTS[attrs["kernel_layout"]]
+        activation, low, high = 0, 0.0, 0.0
+        if epilogue.relu:
+            activation = 1
+        elif epilogue.clip is not None:
+            activation, (low, high) = 2, epilogue.clip
+        fields = [n, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, top, left, attrs["groups"],
+                  layout, activation]
+        name = f"{self.function.sym_name.data}_conv_{len(self.globals)}"
+        values = ", ".join([*map(str, fields), _c_float(low), _c_float(high)])
+        self.globals.append(EmitC_VerbatimOp(f"static const byoc_rt_conv {name} = {{{values}}};"))
+        self.uses_libbyoc = True
+        null = b.value(EmitC_LiteralOp("NULL", F32_PTR))
+        optional = [
+            b.pointer(self.refs[v]) if v is not None else null
+            for v in (epilogue.bias, epilogue.residual)
+        ]
+        conv = b.value(EmitC_LiteralOp(f"&{name}", CONV_PTR))
+        status = b.call(
+            "byoc_rt_conv2d",
+            [conv, b.pointer(self.refs[data]), b.pointer(self.refs[weight]), *optional,
+             b.pointer(out)],
+            results=[i32],
+        ).results[0]
+        self.fail_on(status)
+
+    def fail_on(self, status: SSAValue) -> None:
+        """`if (status) return status;`, freeing the scratch allocation first."""
+        if self.base is None:
+            self.b.add(EmitC_VerbatimOp("if ({}) return {};", [status, status]))
+        else:
+            self.b.add(
+                EmitC_VerbatimOp("if ({}) {{ free({}); return {}; }", [status, self.base, status])
+            )
 
     def _conv2d(self, op: relay.Conv2dOp, out: Ref, col: Ref | None, epilogue: Epilogue) -> None:
         """Per image: im2col (unless 1x1 direct), one sgemm per group, the epilogue.
@@ -1307,74 +1454,142 @@ def emitc_module(functions: ModuleOp, openmp: bool | None = None) -> ModuleOp:
     `openmp` (default: whether `openmp_flags()` allows it) lets large products
     be split across OpenMP threads.
     """
-    return _emitc_module(functions, _openmp() if openmp is None else openmp)[0]
+    return _emitc_module(functions, _openmp() if openmp is None else openmp).module
 
 
 def _openmp() -> bool:
     return bool(openmp_flags())
 
 
-def _emitc_module(functions: ModuleOp, openmp: bool) -> tuple[ModuleOp, bool]:
-    """The emitc module, and whether its C uses OpenMP."""
+@dataclass(frozen=True)
+class Generated:
+    """The emitc module of a cblas library and what its C needs."""
+
+    module: ModuleOp
+    openmp: bool
+    """Whether the C splits work with OpenMP."""
+    libbyoc: bool
+    """Whether the C calls libbyoc (includes byoc_runtime.h)."""
+
+
+def _emitc_module(functions: ModuleOp, openmp: bool) -> Generated:
     ops: list[Operation] = []
     parallel = False
+    runtime = False
     for function in functions.ops:
         if isinstance(function, func.FuncOp):
             emitter = FunctionEmitter(function, openmp)
             kernel = emitter.emit()
             ops += [*emitter.globals, kernel]
             parallel = parallel or emitter.uses_openmp
+            runtime = runtime or emitter.uses_libbyoc
     head: list[Operation] = [EmitC_IncludeOp("cblas.h")]
+    if runtime:
+        head.append(EmitC_IncludeOp(libbyoc.HEADER, is_standard_include=False))
     if parallel:
         head += [EmitC_IncludeOp("omp.h"), EmitC_VerbatimOp(ONE_OPENBLAS_THREAD)]
     module = ModuleOp([*head, *ops])
     add_fork_guard(module)
     module.verify()
-    return module, parallel
-
-
-def _generate(functions: ModuleOp, openmp: bool) -> tuple[str, bool]:
-    """C source for a module of outlined relay functions, and whether it uses OpenMP."""
-    from byoc.targets.c import emit_c
-
-    module, parallel = _emitc_module(functions, openmp)
-    return emit_c(module), parallel
+    return Generated(module, parallel, runtime)
 
 
 def generate_c(functions: ModuleOp) -> str:
     """C source for a module of outlined relay functions."""
-    return _generate(functions, _openmp())[0]
+    from byoc.targets.c import emit_c
+
+    return emit_c(_emitc_module(functions, _openmp()).module)
 
 
 def codegen(functions: ModuleOp) -> Artifact:
-    """Generate C calling sgemm and compile it against the wheel's OpenBLAS.
+    """Generate C calling sgemm (and libbyoc) and compile it against the wheel's OpenBLAS.
 
     C that splits work with OpenMP is compiled and linked with `openmp_flags()`,
-    which the artifact's flags carry for the AOT exporter.
+    which the artifact's flags carry for the AOT exporter. C calling libbyoc
+    includes its header, and lists libbyoc first among the libraries.
     """
+    from byoc.targets.c import emit_c
+
     library = openblas()
     openmp = openmp_flags()
-    source, parallel = _generate(functions, bool(openmp))
-    omp = openmp if parallel else ()
+    generated = _emitc_module(functions, bool(openmp))
+    source = emit_c(generated.module)
+    omp = openmp if generated.openmp else ()
+    runtime = libbyoc.compile_flags() if generated.libbyoc else ()
+    runtime_libraries = [libbyoc.library()] if generated.libbyoc else []
+    runtime_links = libbyoc.link_flags() if generated.libbyoc else ()
     symbols = [op.sym_name.data for op in functions.ops if isinstance(op, func.FuncOp)]
     return Artifact(
         backend=NAME,
         symbols=symbols,
         sources={"cblas.c": source},
         libraries=[
-            compile_shared(source, (*library.flags, *omp), (*omp, *library.libraries))
+            *runtime_libraries,
+            compile_shared(
+                source, (*library.flags, *omp, *runtime), (*omp, *library.libraries)
+            ),
         ],
-        c_flags=[f"-I{library.include_dir}", *omp],
-        link_flags=[*omp, *library.link_flags],
-        vendor_libraries=[library.shared_object],
+        c_flags=[f"-I{library.include_dir}", *omp, *runtime],
+        link_flags=[*omp, *library.link_flags, *runtime_links],
+        vendor_libraries=[*runtime_libraries, library.shared_object],
     )
+
+
+def conv2d_kernel_layout(op: relay.Conv2dOp) -> str:
+    """The packed layout libbyoc computes `op` in fastest: "OIHW8o" (vectors of
+    output pixels) for stride 1 and wide outputs, "OIHW32o" (vectors of output
+    channels) otherwise."""
+    strides = op.attrs()["strides"]
+    _, _, _, width = _shape(op.results[0])
+    return "OIHW8o" if tuple(strides) == (1, 1) and width >= 32 else "OIHW32o"  # type: ignore[arg-type]
+
+
+def alter_op(op: Operation) -> None:
+    """A conv2d with a constant weight becomes conv2d_packed, its weight packed
+    (at compile time: a new constant) in the layout libbyoc's kernel reads."""
+    if not isinstance(op, relay.Conv2dOp):
+        return
+    weight = op.operands[1].owner
+    if not isinstance(weight, relay.ConstantOp) or conv2d_check(op) is not None:
+        return
+    attrs = op.attrs()
+    groups = attrs["groups"]
+    layout = conv2d_kernel_layout(op)
+    packed = relay.ConstantOp.from_numpy(
+        relay.pack_conv2d_weight(weight.to_numpy(), groups, layout)  # type: ignore[arg-type]
+    )
+    conv = relay.Conv2dPackedOp(
+        op.operands[0],
+        packed.result,
+        channels=_shape(op.operands[1])[0],
+        kernel_layout=layout,
+        strides=attrs["strides"],  # type: ignore[arg-type]
+        padding=attrs["padding"],  # type: ignore[arg-type]
+        dilation=attrs["dilation"],  # type: ignore[arg-type]
+        groups=groups,  # type: ignore[arg-type]
+        result_type=op.results[0].type,
+    )
+    conv.attributes.update(op.attributes)
+    block = op.parent_block()
+    assert block is not None
+    block.insert_ops_before([packed, conv], op)
+    op.results[0].replace_all_uses_with(conv.results[0])
+    op.detach()
+    op.erase()
+    if weight.results[0].first_use is None:
+        weight.detach()
+        weight.erase()
 
 
 backend = Backend(
     name=NAME,
     ops=KERNEL_CHECKS,
     codegen=codegen,
-    description="dense, matmul, batch_matmul and conv2d as OpenBLAS sgemm/sgemv calls",
+    description=(
+        "dense, matmul and batch_matmul as OpenBLAS sgemm/sgemv calls; conv2d as "
+        "libbyoc's kernel on packed weights (or im2col and sgemm)"
+    ),
     source=generate_c,
     composites=COMPOSITES,
+    alter_op=alter_op,
 )

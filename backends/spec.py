@@ -113,6 +113,11 @@ class Backend:
     """Rebuilds an artifact's runtime state (`keepalive`) from its `sources`
     when a saved model is loaded; backends whose artifacts are only shared
     objects leave it None."""
+    alter_op: Callable[[Operation], None] | None = None
+    """Called on each op this backend took, after annotation and before
+    partitioning (TVM's AlterOpLayout): it may replace the op by an equivalent
+    one its kernels run faster, e.g. a conv2d by a conv2d_packed whose weight
+    constant is packed at compile time. Replacements keep the op's attributes."""
     inline_constants: int = 1024
     """Constants of at most this many elements are copied into this backend's
     functions; larger ones (weights) are passed as arguments."""

@@ -7,7 +7,9 @@ unmarked. A taken op gets the discardable attribute
 when a pattern took it); ops no backend takes stay unmarked and run on the
 host. An op that already carries `extern.target` (annotated by hand) for one
 of the backends is left as it is; a mark naming any other backend is dropped
-and the op annotated anew.
+and the op annotated anew. Then each backend may replace the ops it took by
+equivalent ones its kernels prefer (`Backend.alter_op`, e.g. a conv2d with its
+weight packed).
 """
 
 from __future__ import annotations
@@ -192,7 +194,20 @@ def annotate_block(
     for op in ops:
         if TARGET_ATTR not in op.attributes:
             declined[op] = reasons.get(op, [])
+    alter_ops(ops, backends)
     mark_inlined_constants(block, backends)
+
+
+def alter_ops(ops: Sequence[Operation], backends: Sequence[Backend]) -> None:
+    """Let each backend replace the ops it took (`Backend.alter_op`)."""
+    hooks = {b.name: b.alter_op for b in backends if b.alter_op is not None}
+    if not hooks:
+        return
+    for op in ops:
+        target = op.attributes.get(TARGET_ATTR)
+        hook = hooks.get(target.data) if isinstance(target, StringAttr) else None
+        if hook is not None:
+            hook(op)
 
 
 def annotate(

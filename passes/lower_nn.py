@@ -58,6 +58,15 @@ def index_add(b: BodyBuilder, x: Index, y: Index) -> Index:
     return b.scalar(arith.AddiOp, value_of(b, x), value_of(b, y))
 
 
+def div_const(b: BodyBuilder, x: Index, divisor: int) -> Index:
+    """`x / divisor` for `x >= 0`."""
+    if isinstance(x, int):
+        return x // divisor
+    if divisor == 1:
+        return x
+    return b.scalar(arith.DivUIOp, x, b.index(divisor))
+
+
 def index_sub(b: BodyBuilder, x: Index, y: Index) -> Index:
     """`x - y`."""
     if isinstance(y, int):
@@ -776,10 +785,16 @@ def lower_conv(
     results: Sequence[SSAValue],
 ) -> None:
     """Lowers `relay.nn.conv2d` and `conv3d` (NC..., OI..., groups) to output
-    planes accumulated tap by tap."""
-    assert isinstance(op, relay.Conv2dOp | relay.Conv3dOp)
+    planes accumulated tap by tap; `relay.nn.conv2d_packed` likewise, reading
+    weight [o, c, i, j] at [g * blocks + o_g / b, c, i, j, o_g % b]."""
+    assert isinstance(op, relay.Conv2dOp | relay.Conv3dOp | relay.Conv2dPackedOp)
     (data, weight), (out,) = operands, results
-    n_out, channels_in, *kernel = shape_of(weight)
+    packed = isinstance(op, relay.Conv2dPackedOp)
+    if packed:
+        blocks, channels_in, *kernel, block = shape_of(weight)
+        n_out = op.attrs()["channels"]
+    else:
+        n_out, channels_in, *kernel = shape_of(weight)
     groups = op.attrs()["groups"]
     per_group = n_out // groups
     windows = _windows(op, data, out, kernel)
@@ -797,13 +812,21 @@ def lower_conv(
     c_b, (c,) = nest(plane_b, (channels_in,), ["c"])
     channel = index_add(c_b, index_mul(c_b, g, channels_in), c)
 
+    def weight_at(x_b: BodyBuilder, taps: list[Index]) -> list[Index]:
+        if not packed:
+            return [o, c, *taps]
+        o_block = div_const(x_b, o_in_group, block)
+        lane = index_sub(x_b, o_in_group, index_mul(x_b, o_block, block))
+        first = index_mul(x_b, g, blocks // groups)
+        return [index_add(x_b, first, o_block), c, *taps, lane]
+
     def tap(x_b: BodyBuilder, taps: list[Index], at: list[Index], src: list[Index]):
         # The weight load is invariant in the plane loops (hoisted by LICM).
         product = binary(
             x_b,
             arith.MulfOp,
             load(x_b, data, [n, channel, *src]),
-            load(x_b, weight, [o, c, *taps]),
+            load(x_b, weight, weight_at(x_b, taps)),
         )
         accumulate(x_b, arith.AddfOp, out, [n, o, *at], product)
 
@@ -1286,6 +1309,7 @@ NN_LOWERINGS: dict[type[Operation], OpLowering] = {
     relay.MatmulOp: lower_matmul,
     relay.BatchMatmulOp: lower_batch_matmul,
     relay.Conv2dOp: lower_conv,
+    relay.Conv2dPackedOp: lower_conv,
     relay.Conv3dOp: lower_conv,
     relay.Conv2dTransposeOp: lower_conv_transpose,
     relay.Conv3dTransposeOp: lower_conv_transpose,

@@ -32,12 +32,14 @@ from byoc.backends import Backend
 
 @cache
 def byoc_fingerprint() -> str:
-    """Hash of byoc's own Python sources: any change to the compiler is a miss."""
+    """Hash of byoc's own sources (Python, and libbyoc's C): any change is a miss."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     paths = [root / "__init__.py"]
     for folder in ("dialects", "passes", "backends", "targets", "frontend", "runtime"):
         paths += (root / folder).rglob("*.py")
+    # libbyoc's C: compiled models embed and call it.
+    paths += (root / "runtime" / "libbyoc").glob("*.[ch]")
     for path in sorted(paths):
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())

@@ -235,6 +235,12 @@ def _conv_transpose(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     return _as(out, data)
 
 
+def _conv2d_packed(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    data, packed = args
+    attrs = _attrs(op)
+    return _conv(op, [data, relay.unpack_conv2d_weight(packed, attrs["groups"], attrs["channels"])])
+
+
 def _pool_geometry(
     op: Operation, data: np.ndarray
 ) -> tuple[dict[str, Any], tuple[int, ...], tuple[int, ...]]:
@@ -663,6 +669,7 @@ REFERENCE: dict[str, Kernel] = {
     relay.AvgPool2dOp.name: _avg_pool,
     relay.MaxPool3dOp.name: _max_pool,
     relay.AvgPool3dOp.name: _avg_pool,
+    relay.Conv2dPackedOp.name: _conv2d_packed,
     relay.GlobalAvgPool2dOp.name: _global_avg_pool2d,
     relay.SoftmaxOp.name: _softmax,
     relay.LogSoftmaxOp.name: _log_softmax,

@@ -690,6 +690,132 @@ class Conv2dOp(InferredOp):
         return TensorType(data.element_type, shape)
 
 
+
+PACKED_KERNEL_LAYOUTS = {"OIHW8o": 8, "OIHW32o": 32}
+"""The weight layouts of `relay.nn.conv2d_packed`, by their output-channel block."""
+
+
+def packed_weight_shape(
+    weight: Sequence[int], groups: int, kernel_layout: str, op_name: str = "relay.nn.conv2d_packed"
+) -> Shape:
+    """The packed shape `[G * ceil(O/G / b), I, KH, KW, b]` of an OIHW weight."""
+    block = PACKED_KERNEL_LAYOUTS.get(kernel_layout)
+    if block is None:
+        known = ", ".join(f'"{k}"' for k in PACKED_KERNEL_LAYOUTS)
+        raise _error(op_name, f'kernel_layout "{kernel_layout}" is not one of {known}')
+    o, i, kh, kw = weight
+    if groups < 1 or o % groups:
+        raise _error(op_name, f"channels={o} is not a multiple of groups={groups}")
+    return (groups * -(-(o // groups) // block), i, kh, kw, block)
+
+
+def pack_conv2d_weight(weight: Any, groups: int, kernel_layout: str) -> Any:
+    """An OIHW weight (numpy) in a packed layout of `relay.nn.conv2d_packed`: per
+    group, its output channels in blocks of b side by side (the last block padded
+    with zeros), each block `[I, KH, KW, b]`."""
+    import numpy as np
+
+    o, i, kh, kw = weight.shape
+    blocks, _, _, _, block = packed_weight_shape(weight.shape, groups, kernel_layout)
+    per_group = blocks // groups
+    padded = np.zeros((groups, per_group * block, i, kh, kw), dtype=weight.dtype)
+    padded[:, : o // groups] = weight.reshape(groups, o // groups, i, kh, kw)
+    padded = padded.reshape(groups * per_group, block, i, kh, kw)
+    return np.ascontiguousarray(padded.transpose(0, 2, 3, 4, 1))
+
+
+def unpack_conv2d_weight(packed: Any, groups: int, channels: int) -> Any:
+    """The OIHW weight of `channels` output channels a packed weight holds."""
+    blocks, i, kh, kw, block = packed.shape
+    per_group = blocks // groups
+    weight = packed.transpose(0, 4, 1, 2, 3).reshape(groups, per_group * block, i, kh, kw)
+    return weight[:, : channels // groups].reshape(channels, i, kh, kw)
+
+
+@irdl_op_definition
+class Conv2dPackedOp(InferredOp):
+    """`relay.nn.conv2d` with its weight packed at compile time into the layout a
+    kernel reads: `kernel_layout` "OIHW8o" or "OIHW32o" is `[G * ceil(O/G / b),
+    I, KH, KW, b]`, the output channels of each group in blocks of b side by side,
+    the last block of a group padded with zeros (`pack_conv2d_weight`).
+    `channels` (O) is required: the padding hides it. Computes what
+    `relay.nn.conv2d` computes on `unpack_conv2d_weight(weight)`."""
+
+    name = "relay.nn.conv2d_packed"
+
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)))
+    padding = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((0, 0)))
+    dilation = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)))
+    groups = prop_def(IntegerAttr[I64], default_value=i64_attr(1))
+    channels = prop_def(IntegerAttr[I64])
+    kernel_layout = prop_def(StringAttr)
+
+    assembly_format = (
+        "$data `,` $weight attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        data: SSAValue,
+        weight: SSAValue,
+        channels: int,
+        kernel_layout: str,
+        strides: int | Sequence[int] = (1, 1),
+        padding: int | Sequence[int] = (0, 0),
+        dilation: int | Sequence[int] = (1, 1),
+        groups: int = 1,
+        result_type: Attribute | None = None,
+    ):
+        self._build(
+            [data, weight],
+            {
+                "strides": _pair(strides),
+                "padding": i64_array(padding),
+                "dilation": _pair(dilation),
+                "groups": i64_attr(groups),
+                "channels": i64_attr(channels),
+                "kernel_layout": _string_attr(kernel_layout),
+            },
+            result_type,
+        )
+
+    @classmethod
+    def unpacked_weight_shape(cls, operand_types, attrs) -> Shape:
+        """The OIHW shape of the weight before packing."""
+        data, weight = _tensors(
+            cls.name, [("data", operand_types[0]), ("weight", operand_types[1])]
+        )
+        _check_rank(weight.get_shape(), 5, cls.name, "weight (packed OIHWbo)")
+        _, i, kh, kw, _ = weight.get_shape()
+        shape = (attrs["channels"], i, kh, kw)
+        want = packed_weight_shape(shape, attrs["groups"], attrs["kernel_layout"], cls.name)
+        if tuple(weight.get_shape()) != want:
+            raise _error(
+                cls.name,
+                f"weight has shape {list(weight.get_shape())}; {attrs['channels']} "
+                f"channels in groups={attrs['groups']} packed as "
+                f"{attrs['kernel_layout']} have {list(want)}",
+            )
+        return shape
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data = _tensors(cls.name, [("data", operand_types[0])])[0]
+        shape = conv2d_output_shape(
+            data.get_shape(),
+            cls.unpacked_weight_shape(operand_types, attrs),
+            attrs["strides"],
+            attrs["padding"],
+            attrs["dilation"],
+            attrs["groups"],
+            op_name=cls.name,
+        )
+        return TensorType(data.element_type, shape)
+
+
 class Pool2dOp(InferredOp, abc.ABC):
     """A 2-d pool over the H, W dimensions of NCHW data."""
 

@@ -97,6 +97,19 @@ func.func @conv_pool(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %dw: tens
   func.return %7 : tensor<1x4x1x1xf32>
 }
 
+// CHECK-LABEL: func.func @conv_packed(
+// CHECK-NEXT:    %0 = relay.nn.conv2d_packed %x, %w8 {padding = array<i64: 1, 1>, channels = 12 : i64, kernel_layout = "OIHW8o"} : (tensor<1x4x8x8xf32>, tensor<2x4x3x3x8xf32>) -> tensor<1x12x8x8xf32>
+// CHECK-NEXT:    %1 = relay.nn.conv2d_packed %x, %w32 {strides = array<i64: 2, 2>, groups = 2 : i64, channels = 12 : i64, kernel_layout = "OIHW32o"} : (tensor<1x4x8x8xf32>, tensor<2x2x1x1x32xf32>) -> tensor<1x12x4x4xf32>
+// CHECK-NEXT:    func.return %0 : tensor<1x12x8x8xf32>
+
+// GENERIC-LABEL: sym_name = "conv_packed"
+// GENERIC:       "relay.nn.conv2d_packed"(%x, %w8) <{strides = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64, channels = 12 : i64, kernel_layout = "OIHW8o"}> : (tensor<1x4x8x8xf32>, tensor<2x4x3x3x8xf32>) -> tensor<1x12x8x8xf32>
+func.func @conv_packed(%x: tensor<1x4x8x8xf32>, %w8: tensor<2x4x3x3x8xf32>, %w32: tensor<2x2x1x1x32xf32>) -> tensor<1x12x8x8xf32> {
+  %0 = relay.nn.conv2d_packed %x, %w8 {padding = array<i64: 1, 1>, channels = 12 : i64, kernel_layout = "OIHW8o"} : (tensor<1x4x8x8xf32>, tensor<2x4x3x3x8xf32>) -> tensor<1x12x8x8xf32>
+  %1 = relay.nn.conv2d_packed %x, %w32 {kernel_layout = "OIHW32o", channels = 12 : i64, groups = 2 : i64, strides = array<i64: 2, 2>} : (tensor<1x4x8x8xf32>, tensor<2x2x1x1x32xf32>) -> tensor<1x12x4x4xf32>
+  func.return %0 : tensor<1x12x8x8xf32>
+}
+
 // CHECK-LABEL: func.func @normalization(
 // CHECK-NEXT:    %0 = relay.nn.softmax %x : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
 // CHECK-NEXT:    %1 = relay.nn.softmax %0 {axis = 1 : i64} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>

@@ -634,3 +634,19 @@ func.func @main(%x: tensor<1x2x3x3x3xf32>) -> tensor<1x2x1x1x1xf32> {
   func.return %0 : tensor<1x2x1x1x1xf32>
 }
 // CHECK: relay_ops_invalid.mlir:633:3: error: 'relay.nn.max_pool3d': padding must have 1, 3 or 6 values (front, top, left, back, bottom, right), got [1, 1]
+
+// -----
+
+func.func @main(%x: tensor<1x4x5x5xf32>, %w: tensor<1x4x3x3x8xf32>) -> tensor<1x9x3x3xf32> {
+  %0 = relay.nn.conv2d_packed %x, %w {channels = 9 : i64, kernel_layout = "OIHW8o"} : (tensor<1x4x5x5xf32>, tensor<1x4x3x3x8xf32>) -> tensor<1x9x3x3xf32>
+  func.return %0 : tensor<1x9x3x3xf32>
+}
+// CHECK: relay_ops_invalid.mlir:641:3: error: 'relay.nn.conv2d_packed': weight has shape [1, 4, 3, 3, 8]; 9 channels in groups=1 packed as OIHW8o have [2, 4, 3, 3, 8]
+
+// -----
+
+func.func @main(%x: tensor<1x4x5x5xf32>, %w: tensor<1x4x3x3x4xf32>) -> tensor<1x4x3x3xf32> {
+  %0 = relay.nn.conv2d_packed %x, %w {channels = 4 : i64, kernel_layout = "OIHW4o"} : (tensor<1x4x5x5xf32>, tensor<1x4x3x3x4xf32>) -> tensor<1x4x3x3xf32>
+  func.return %0 : tensor<1x4x3x3xf32>
+}
+// CHECK: relay_ops_invalid.mlir:649:3: error: 'relay.nn.conv2d_packed': kernel_layout "OIHW4o" is not one of "OIHW8o", "OIHW32o"

@@ -1,0 +1,68 @@
+/* libbyoc: the C runtime library that byoc's generated code links against.
+ *
+ * It holds what every model shares in a process: one pool of threads
+ * (threads.c) and the compute kernels that are better written once by hand
+ * than generated per model (conv2d.c, depthwise.c). Generated C includes this
+ * header and calls these functions; docs/architecture.md ("The C runtime")
+ * says how the library is built and loaded. Everything exported is prefixed
+ * `byoc_rt_`; the ABI is versioned by BYOC_RT_VERSION, which is part of the
+ * library's file name, so two versions can share a process.
+ */
+#ifndef BYOC_RUNTIME_H
+#define BYOC_RUNTIME_H
+
+#include <stdint.h>
+
+#define BYOC_RT_VERSION 1
+
+/* ---- Threads --------------------------------------------------------------
+ * One pool per process. `byoc_rt_parallel_for(n, task, context)` calls
+ * `task(context, i)` once for every i in [0, n), on the calling thread and on
+ * the pool's workers, and returns when all calls have returned. Chunks are
+ * claimed one at a time, so a worker the OS has not scheduled (the machine is
+ * busy) takes none and nobody waits for it. A call made while the pool is
+ * busy (another thread's loop, or from inside a task) runs its loop on the
+ * calling thread alone, so the cores are never oversubscribed.
+ *
+ * Threads: byoc_rt_set_num_threads(n), else $BYOC_NUM_THREADS, else
+ * $OMP_NUM_THREADS, else every core this process may run on. Workers spin for
+ * a bounded time after a loop (the next loop of a model usually follows
+ * within microseconds), then sleep; they never spin against each other. */
+typedef void (*byoc_rt_task)(void *context, int64_t index);
+
+void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context);
+int32_t byoc_rt_num_threads(void);
+void byoc_rt_set_num_threads(int32_t n);
+
+/* ---- Convolution ------------------------------------------------------------
+ * out = act(conv2d(data, weight) + bias + residual) over NCHW float32 tensors,
+ * the weight packed at compile time as relay.nn.conv2d_packed defines
+ * (byoc.dialects.relay.pack_conv2d_weight): [G * ceil(O/G / b), C/G, KH, KW, b],
+ * blocks of b output channels side by side, per group, zero-padded.
+ *
+ *   BYOC_RT_ROWS     b = 8 ("OIHW8o"): the kernel holds vectors of output
+ *                    pixels; stride 1 only.
+ *   BYOC_RT_COLUMNS  b = 32 ("OIHW32o"): the kernel holds vectors of output
+ *                    channels; any stride.
+ *
+ * `bias` ([O]) and `residual` (shaped as `out`) may be NULL. Returns 0; 1 when
+ * scratch memory cannot be allocated; 2 for BYOC_RT_ROWS with a stride. */
+enum { BYOC_RT_ROWS = 0, BYOC_RT_COLUMNS = 1 };
+enum { BYOC_RT_LINEAR = 0, BYOC_RT_RELU = 1, BYOC_RT_CLIP = 2 };
+
+typedef struct byoc_rt_conv {
+  int64_t batch, channels, height, width;
+  int64_t out_channels, out_height, out_width;
+  int64_t kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w;
+  int64_t pad_top, pad_left;
+  int64_t groups;
+  int64_t layout;
+  int64_t activation;
+  float low, high; /* BYOC_RT_CLIP's bounds */
+} byoc_rt_conv;
+
+int32_t byoc_rt_conv2d(const byoc_rt_conv *conv, const float *data,
+                       const float *weight, const float *bias,
+                       const float *residual, float *out);
+
+#endif

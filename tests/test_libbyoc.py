@@ -1,0 +1,358 @@
+"""libbyoc, the C runtime library: its convolution kernel (reached through
+cblas, which packs constant conv2d weights into relay.nn.conv2d_packed), its
+pool of threads, and relay.nn.conv2d_packed itself on every exit.
+
+Kernels are checked against the numpy reference over odd shapes, strides,
+padding, dilation, groups and every epilogue, in both packed layouts; many
+convolutions share one compiled model so the suite stays fast.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+
+import byoc
+from graphs import build
+from byoc.backends import cblas
+from byoc.dialects import relay
+from byoc.runtime import libbyoc
+
+pytest.importorskip("scipy_openblas32")
+
+RTOL, ATOL = 1e-4, 1e-4
+
+# (data NCHW, out channels, kernel, strides, padding (t, l, b, r), dilation, groups, epilogue)
+CONVS = [
+    ((1, 3, 17, 19), 5, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_relu"),
+    ((2, 8, 9, 33), 20, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, "bias_add_relu"),
+    ((1, 16, 34, 34), 40, (3, 3), (2, 2), (1, 0, 2, 1), (1, 1), 1, "bias_add_clip"),
+    ((1, 6, 20, 40), 9, (3, 2), (1, 1), (2, 1, 0, 3), (2, 1), 3, "add_relu"),
+    ((1, 4, 11, 7), 33, (5, 5), (1, 2), (2, 2, 2, 2), (1, 1), 1, "clip"),
+    ((1, 12, 14, 14), 48, (1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 2, "bias"),
+    ((1, 32, 7, 7), 70, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_add"),
+    ((1, 5, 40, 41), 8, (7, 7), (2, 2), (3, 3, 3, 3), (1, 1), 1, "none"),
+    ((1, 64, 3, 3), 17, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, "relu"),
+    ((1, 2, 1, 50), 3, (1, 3), (1, 1), (0, 1, 0, 1), (1, 1), 1, "bias_relu"),
+    ((1, 9, 5, 6), 6, (2, 2), (1, 1), (0, 0, 0, 0), (2, 2), 3, "add_clip"),
+    ((1, 24, 16, 16), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_add_relu"),
+]
+
+
+def conv_graph(convs: Sequence[tuple], seed: int = 0) -> tuple[ModuleOp, list[np.ndarray]]:
+    """One model computing every conv of `convs` on its own input (plus a residual
+    input for the epilogues with an add); constant weights and biases. Returns the
+    module and its inputs."""
+    rng = np.random.default_rng(seed)
+    shapes: list[tuple[int, ...]] = []
+    plans = []
+    for data, out, (kh, kw), strides, padding, dilation, groups, epilogue in convs:
+        n, c, h, w = data
+        out_shape = relay.conv2d_output_shape(
+            data, (out, c // groups, kh, kw), strides, padding, dilation, groups
+        )
+        shapes.append(data)
+        if "add" in epilogue:
+            shapes.append(out_shape)
+        weight = rng.standard_normal((out, c // groups, kh, kw)) / math.sqrt(c // groups * kh * kw)
+        bias = rng.standard_normal(out)
+        plans.append((weight.astype(np.float32), bias.astype(np.float32), strides, padding,
+                      dilation, groups, epilogue))
+
+    def body(e, *args):
+        args = list(args)
+        results = []
+        for weight, bias, strides, padding, dilation, groups, epilogue in plans:
+            x = args.pop(0)
+            w = e(relay.ConstantOp.from_numpy(weight))
+            y = e(relay.Conv2dOp(x, w, strides, padding, dilation, groups))
+            if "bias" in epilogue:
+                y = e(relay.BiasAddOp(y, e(relay.ConstantOp.from_numpy(bias)), axis=1))
+            if "add" in epilogue:
+                y = e(relay.AddOp(y, args.pop(0)))
+            if "relu" in epilogue:
+                y = e(relay.ReluOp(y))
+            if "clip" in epilogue:
+                y = e(relay.ClipOp(y, -0.25, 0.5))
+            results.append(y)
+        return results
+
+    module = build(shapes, body)
+    inputs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    return module, inputs
+
+
+def check(model: byoc.CompiledModule, module: ModuleOp, inputs: list[np.ndarray]) -> None:
+    got = model(*inputs)
+    got = list(got) if isinstance(got, tuple) else [got]
+    want = byoc.run_reference(module, inputs)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL)
+
+
+def legal(layout: str, conv: tuple) -> bool:
+    """Whether libbyoc computes `conv` in `layout` (vectors of pixels need stride 1)."""
+    return layout == "OIHW32o" or tuple(conv[3]) == (1, 1)
+
+
+@pytest.fixture(scope="module", params=["OIHW8o", "OIHW32o"])
+def packed_model(request):
+    """Every conv of CONVS its layout can compute, in one model, that layout forced."""
+    layout = request.param
+    convs = [c for c in CONVS if legal(layout, c)]
+    module, inputs = conv_graph(convs)
+    original = cblas.conv2d_kernel_layout
+    cblas.conv2d_kernel_layout = lambda op: layout
+    try:
+        model = byoc.compile(module, targets=["cblas"], cache=False)
+    finally:
+        cblas.conv2d_kernel_layout = original
+    return layout, model, module, inputs
+
+
+def test_every_conv_and_epilogue_matches_the_reference(packed_model):
+    layout, model, module, inputs = packed_model
+    check(model, module, inputs)
+
+
+def test_convs_are_packed_and_epilogues_fused(packed_model):
+    layout, model, module, _ = packed_model
+    host = model.partitioned_ir.split("func.func private")[0]
+    assert "relay.nn.conv2d " not in model.partitioned_ir
+    assert model.partitioned_ir.count(f'kernel_layout = "{layout}"') == sum(
+        legal(layout, c) for c in CONVS
+    )
+    # Bias, residual add, relu and clip run in the kernel: none is left on the host.
+    for name in ("relay.nn.bias_add", "relay.add", "relay.nn.relu", "relay.clip"):
+        assert name not in host
+    source = model.sources["cblas.c"]
+    assert '#include "byoc_runtime.h"' in source
+    assert source.count("byoc_rt_conv2d(") == sum(legal(layout, c) for c in CONVS)
+
+
+def test_results_do_not_depend_on_the_thread_count(packed_model):
+    _, model, module, inputs = packed_model
+    before = libbyoc.threads()
+    try:
+        libbyoc.set_threads(1)
+        one = model(*inputs)
+        libbyoc.set_threads(3)
+        three = model(*inputs)
+    finally:
+        libbyoc.set_threads(before)
+    for a, b in zip(one, three, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_layout_is_chosen_by_shape():
+    module, inputs = conv_graph(
+        [
+            ((1, 8, 40, 40), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_relu"),
+            ((1, 8, 40, 40), 16, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1, "bias_relu"),
+            ((1, 8, 7, 7), 16, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, "bias_relu"),
+        ]
+    )
+    model = byoc.compile(module, targets=["cblas", "ccompiler"], cache=False)
+    check(model, module, inputs)
+    layouts = [line.split('kernel_layout = "')[1][:7] for line in model.partitioned_ir.splitlines()
+               if "conv2d_packed" in line and "kernel_layout" in line]
+    assert [layout.rstrip('"') for layout in layouts] == ["OIHW8o", "OIHW32o", "OIHW32o"]
+
+
+def test_a_weight_that_is_not_a_constant_keeps_the_im2col_path():
+    def body(e, x, w, r):
+        y = e(relay.Conv2dOp(x, w, (1, 1), (1, 1)))
+        return e(relay.ReluOp(e(relay.AddOp(y, r))))
+
+    module = build([(1, 4, 8, 8), (6, 4, 3, 3), (1, 6, 8, 8)], body)
+    model = byoc.compile(module, targets=["cblas", "ccompiler"], cache=False)
+    rng = np.random.default_rng(1)
+    inputs = [rng.standard_normal(s).astype(np.float32) for s in ((1, 4, 8, 8), (6, 4, 3, 3), (1, 6, 8, 8))]
+    check(model, module, inputs)
+    assert "conv2d_packed" not in model.partitioned_ir
+    assert "scipy_cblas_sgemm" in model.sources["cblas.c"]
+
+
+# --- relay.nn.conv2d_packed on its own ---------------------------------------
+
+
+@pytest.mark.parametrize("layout", ["OIHW8o", "OIHW32o"])
+@pytest.mark.parametrize("groups, channels, out", [(1, 5, 11), (2, 6, 34), (3, 9, 3)])
+def test_pack_and_unpack_are_inverse(layout, groups, channels, out):
+    weight = np.random.default_rng(0).standard_normal((out, channels // groups, 3, 2))
+    packed = relay.pack_conv2d_weight(weight, groups, layout)
+    block = relay.PACKED_KERNEL_LAYOUTS[layout]
+    assert packed.shape == (groups * -(-(out // groups) // block), channels // groups, 3, 2, block)
+    assert np.array_equal(relay.unpack_conv2d_weight(packed, groups, out), weight)
+
+
+def packed_module(layout: str, groups: int = 2) -> tuple[ModuleOp, list[np.ndarray]]:
+    rng = np.random.default_rng(3)
+    weight = rng.standard_normal((10, 6 // groups, 3, 2)).astype(np.float32)
+    packed = relay.pack_conv2d_weight(weight, groups, layout)
+
+    def body(e, x, w):
+        return e(relay.Conv2dPackedOp(x, w, 10, layout, (2, 1), (1, 1, 1, 0), (1, 2), groups))
+
+    module = build([(2, 6, 7, 6), packed.shape], body)
+    return module, [rng.standard_normal((2, 6, 7, 6)).astype(np.float32), packed]
+
+
+@pytest.mark.parametrize("layout", ["OIHW8o", "OIHW32o"])
+def test_conv2d_packed_means_conv2d_of_the_unpacked_weight(layout):
+    module, (x, packed) = packed_module(layout)
+    weight = relay.unpack_conv2d_weight(packed, 2, 10)
+
+    def body(e, x, w):
+        return e(relay.Conv2dOp(x, w, (2, 1), (1, 1, 1, 0), (1, 2), 2))
+
+    plain = build([x.shape, weight.shape], body)
+    got = byoc.run_reference(module, [x, packed])[0]
+    want = byoc.run_reference(plain, [x, weight])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("targets", [[], ["ccompiler"], ["cblas"]])
+def test_conv2d_packed_runs_on_every_exit(targets):
+    module, inputs = packed_module("OIHW32o")
+    model = byoc.compile(module, targets=targets)
+    check(model, module, inputs)
+
+
+def test_conv2d_packed_with_a_wrong_weight_shape_is_an_error():
+    from byoc.frontend.parse import parse_text
+
+    text = """func.func @main(%x: tensor<1x4x5x5xf32>, %w: tensor<1x4x3x3x8xf32>) -> tensor<1x9x3x3xf32> {
+  %y = relay.nn.conv2d_packed %x, %w {channels = 9 : i64, kernel_layout = "OIHW8o"} : (tensor<1x4x5x5xf32>, tensor<1x4x3x3x8xf32>) -> tensor<1x9x3x3xf32>
+  func.return %y : tensor<1x9x3x3xf32>
+}"""
+    with pytest.raises(byoc.ByocError, match=r"9 channels in groups=1 packed as OIHW8o have \[2, 4, 3, 3, 8\]"):
+        parse_text(text, "t.mlir")
+    with pytest.raises(byoc.ByocError, match='kernel_layout "OIHW4o" is not one of'):
+        parse_text(text.replace("OIHW8o", "OIHW4o"), "t.mlir")
+
+
+# --- The pool of threads -------------------------------------------------------
+
+
+def test_threads_can_be_set_and_read():
+    before = libbyoc.threads()
+    try:
+        libbyoc.set_threads(3)
+        assert libbyoc.threads() == 3
+    finally:
+        libbyoc.set_threads(before)
+    with pytest.raises(byoc.ByocError, match="at least one thread"):
+        libbyoc.set_threads(0)
+
+
+def test_models_called_from_many_threads_at_once_are_right(packed_model):
+    """Callers that find the pool busy run their loops alone: every result is right."""
+    _, model, module, inputs = packed_model
+    want = model(*inputs)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            for _ in range(5):
+                for g, w in zip(model(*inputs), want, strict=True):
+                    np.testing.assert_array_equal(g, w)
+        except BaseException as err:  # noqa: BLE001 - reported by the main thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+FORK_CHILD = """
+import os, sys, numpy as np
+sys.path.insert(0, {tests!r})
+import test_libbyoc as t
+import byoc
+module, inputs = t.conv_graph(t.CONVS[:3])
+model = byoc.compile(module, targets=["cblas"])
+want = model(*inputs)
+pid = os.fork()
+if pid == 0:
+    got = model(*inputs)
+    ok = all(np.array_equal(g, w) for g, w in zip(got, want))
+    os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_forked_child_runs_parallel_kernels():
+    """The child has none of the parent's workers; it starts its own."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    code = FORK_CHILD.format(tests=tests)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_library_is_built_once_and_named_by_its_build():
+    path = libbyoc.library()
+    assert path.name == f"libbyoc_runtime_{libbyoc.build_key()[:16]}.so"
+    assert libbyoc.library() == path
+    assert f"-I{libbyoc.include_dir()}" in libbyoc.compile_flags()
+
+
+# --- Saved and exported models -----------------------------------------------
+
+
+def test_a_saved_model_carries_libbyoc(tmp_path, packed_model):
+    _, model, module, inputs = packed_model
+    model.save(tmp_path / "m.byoc")
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "m.byoc") as archive:
+        names = archive.namelist()
+    assert sum(name.startswith("lib/") for name in names) == 2  # libbyoc, then cblas's C
+    check(byoc.load(tmp_path / "m.byoc"), module, inputs)
+
+
+EXPORT_PROGRAM = r"""
+#include <stdio.h>
+#include "net.h"
+int main(int argc, char** argv) {
+  static float x[NET_INPUT_0_SIZE], y[NET_OUTPUT_0_SIZE];
+  FILE* f = fopen(argv[1], "rb");
+  if (!f || fread(x, sizeof(float), NET_INPUT_0_SIZE, f) != NET_INPUT_0_SIZE) return 3;
+  fclose(f);
+  if (net_run(x, y) != 0) return 4;
+  f = fopen(argv[2], "wb");
+  fwrite(y, sizeof(float), NET_OUTPUT_0_SIZE, f);
+  fclose(f);
+  return 0;
+}
+"""
+
+
+def test_an_exported_library_runs_libbyoc_without_python(tmp_path):
+    from byoc.runtime.aot import export_library
+    from byoc.runtime.toolchain import compiler
+
+    module, inputs = conv_graph(CONVS[:1])
+    model = byoc.compile(module, targets=["cblas"])
+    export_library(model, tmp_path / "libnet.so", "net")
+    (tmp_path / "main.c").write_text(EXPORT_PROGRAM)
+    subprocess.run(
+        [compiler(), "main.c", "-o", "main", "-L.", "-lnet", "-Wl,-rpath,$ORIGIN"],
+        cwd=tmp_path, check=True, capture_output=True,
+    )
+    inputs[0].tofile(tmp_path / "x.bin")
+    subprocess.run([str(tmp_path / "main"), "x.bin", "y.bin"], cwd=tmp_path, check=True)
+    got = np.fromfile(tmp_path / "y.bin", dtype=np.float32).reshape(model(*inputs).shape)
+    np.testing.assert_allclose(got, model(*inputs), rtol=1e-6, atol=1e-6)
