@@ -291,28 +291,42 @@ def batch_matmul_check(op: Operation) -> str | None:
     return _blas_sizes(op, M=batch * m, N=n, K=x[1] * x[2] // m, leading=max(x[2], y[2]))
 
 
+def is_depthwise(op: Operation) -> bool:
+    """A conv2d with one input channel per group and several groups (libbyoc's
+    depthwise kernel: a GEMM per channel would have one row)."""
+    if not isinstance(op, relay.Conv2dOp):
+        return False
+    groups = op.attrs()["groups"]
+    return groups > 1 and _shape(op.operands[1])[1] == 1  # type: ignore[operator]
+
+
 def conv2d_check(op: Operation) -> str | None:
-    """Takes float32 conv2d, grouped too, but not depthwise (one input channel per group)."""
+    """Takes float32 conv2d: grouped ones as one GEMM per group, depthwise ones
+    in libbyoc's depthwise kernel."""
     if reason := _float32(op):
         return reason
     assert isinstance(op, relay.Conv2dOp)
     groups = op.attrs()["groups"]
     assert isinstance(groups, int)
-    _, channels, _, _ = _shape(op.operands[0])
     out_channels, per_group, kh, kw = _shape(op.operands[1])
     _, _, oh, ow = _shape(op.results[0])
-    if groups > 1 and per_group == 1:
-        return (
-            f"depthwise conv2d (groups={groups}, one input channel per group) would be "
-            f"{groups} one-row GEMMs; cblas takes grouped convs with at least 2 input "
-            "channels per group"
-        )
+    if is_depthwise(op):
+        if kh * kw > DEPTHWISE_MAX_TAPS:
+            return (
+                f"depthwise conv2d with a {kh}x{kw} kernel: libbyoc's depthwise kernel "
+                f"takes at most {DEPTHWISE_MAX_TAPS} taps"
+            )
+        return None
     return _blas_sizes(
         op,
         M=out_channels // groups,
         N=oh * ow,
         K=per_group * kh * kw,
     )
+
+
+DEPTHWISE_MAX_TAPS = 64
+"""Kernel taps libbyoc's depthwise convolution takes (byoc_runtime.h)."""
 
 
 def conv2d_packed_check(op: Operation) -> str | None:
@@ -354,7 +368,7 @@ def packed_conv_check(ops: Sequence[Operation]) -> str | None:
         return reason
     conv = ops[0]
     weight = conv.operands[1].owner
-    if not isinstance(weight, relay.ConstantOp):
+    if not isinstance(weight, relay.ConstantOp) and not is_depthwise(conv):
         return "the weight is not a constant (libbyoc's convolution reads packed weights)"
     for op in ops[1:]:
         if isinstance(op, relay.AddOp) and _shape(op.operands[0]) != _shape(op.operands[1]):
@@ -476,7 +490,7 @@ def _can_fuse(step: Step, op: Operation, uses: int, returned: bool, defined_befo
     ep = step.epilogue
     if op.name == relay.ReluOp.name:
         return not ep.activated
-    packed = isinstance(step.op, relay.Conv2dPackedOp)
+    packed = isinstance(step.op, relay.Conv2dPackedOp) or is_depthwise(step.op)
     if op.name == relay.ClipOp.name:
         return packed and not ep.activated
     other = op.operands[1]
@@ -593,7 +607,7 @@ def pack(buffers: Sequence[Scratch]) -> int:
 def _im2col_floats(step: Step) -> int:
     """Floats of the im2col buffer of a conv2d step, 0 if it reads its input directly."""
     op = step.op
-    if not isinstance(op, relay.Conv2dOp) or _direct_conv(op):
+    if not isinstance(op, relay.Conv2dOp) or _direct_conv(op) or is_depthwise(op):
         return 0
     _, channels, _, _ = _shape(op.operands[0])
     _, _, kh, kw = _shape(op.operands[1])
@@ -1028,11 +1042,14 @@ class FunctionEmitter:
             done = self._matmul(op, out, block)
         elif isinstance(op, relay.BatchMatmulOp):
             done = self._batch_matmul(op, out, block)
+        elif isinstance(op, relay.Conv2dOp) and is_depthwise(op):
+            self._libbyoc_conv("byoc_rt_depthwise_conv2d", op, out, step.epilogue)
+            return  # the kernel applies the epilogue
         elif isinstance(op, relay.Conv2dOp):
             self._conv2d(op, out, col, step.epilogue)
             return  # applies its epilogue image by image
         elif isinstance(op, relay.Conv2dPackedOp):
-            self._conv2d_packed(op, out, step.epilogue)
+            self._libbyoc_conv("byoc_rt_conv2d", op, out, step.epilogue)
             return  # the kernel applies the epilogue
         else:
             assert step.source is not None
@@ -1200,20 +1217,23 @@ class FunctionEmitter:
         strides = (m * k if x_shape[0] > 1 else 0, n * k if y_shape[0] > 1 else 0, m * n)
         return self.gemm(g, batch, strides, epilogue if batch == 1 else None)
 
-    def _conv2d_packed(self, op: relay.Conv2dPackedOp, out: Ref, epilogue: Epilogue) -> None:
-        """One call of libbyoc's `byoc_rt_conv2d`, its shape a `static const` struct,
-        the epilogue (bias, residual, relu or clip) applied by the kernel."""
+    def _libbyoc_conv(
+        self, kernel: str, op: relay.Conv2dOp | relay.Conv2dPackedOp, out: Ref, epilogue: Epilogue
+    ) -> None:
+        """One call of libbyoc's `kernel` (byoc_rt_conv2d for conv2d_packed,
+        byoc_rt_depthwise_conv2d for a depthwise conv2d), its shape a
+        `static const` struct, the epilogue (bias, residual, relu or clip)
+        applied by the kernel."""
         b = self.b
         data, weight = op.operands
         attrs = op.attrs()
         n, c, h, w = _shape(data)
-        o = attrs["channels"]
-        _, _, oh, ow = _shape(op.results[0])
-        _, _, kh, kw, _ = _shape(weight)
+        _, o, oh, ow = _shape(op.results[0])
+        kh, kw = _shape(weight)[2:4]
         top, left, _, _ = relay.normalize_padding(attrs["padding"], op.name)  # type: ignore[arg-type]
         sh, sw = attrs["strides"]  # type: ignore[misc]
         dh, dw = attrs["dilation"]  # type: ignore[misc]
-        layout = LIBBYOC_LAYOUTS[attrs["kernel_layout"]]
+        layout = LIBBYOC_LAYOUTS.get(attrs.get("kernel_layout"), 0)  # type: ignore[arg-type]
         activation, low, high = 0, 0.0, 0.0
         if epilogue.relu:
             activation = 1
@@ -1232,7 +1252,7 @@ class FunctionEmitter:
         ]
         conv = b.value(EmitC_LiteralOp(f"&{name}", CONV_PTR))
         status = b.call(
-            "byoc_rt_conv2d",
+            kernel,
             [conv, b.pointer(self.refs[data]), b.pointer(self.refs[weight]), *optional,
              b.pointer(out)],
             results=[i32],
@@ -1550,7 +1570,11 @@ def alter_op(op: Operation) -> None:
     if not isinstance(op, relay.Conv2dOp):
         return
     weight = op.operands[1].owner
-    if not isinstance(weight, relay.ConstantOp) or conv2d_check(op) is not None:
+    if (
+        not isinstance(weight, relay.ConstantOp)
+        or conv2d_check(op) is not None
+        or is_depthwise(op)
+    ):
         return
     attrs = op.attrs()
     groups = attrs["groups"]

@@ -28,7 +28,7 @@ from byoc.frontend.diagnostics import ByocError
 
 SOURCE_DIR = Path(__file__).resolve().parent / "libbyoc"
 HEADER = "byoc_runtime.h"
-SOURCES = ("threads.c", "conv2d.c")
+SOURCES = ("threads.c", "scratch.c", "conv2d.c", "depthwise.c")
 
 FLAGS = ("-std=c11", "-fPIC", "-Wall", "-Wextra", "-Werror", "-pthread", "-ffp-contract=fast")
 """Besides `optimisation_flags()`. The kernels' `a += w * x` must become fused
@@ -41,7 +41,7 @@ def include_dir() -> Path:
 
 
 def _source_text() -> str:
-    return "".join((SOURCE_DIR / name).read_text() for name in (HEADER, *SOURCES))
+    return "".join((SOURCE_DIR / name).read_text() for name in (HEADER, "kernels.h", *SOURCES))
 
 
 def _flags() -> tuple[str, ...]:

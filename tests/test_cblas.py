@@ -471,14 +471,25 @@ def reasons(module: ModuleOp, targets: Sequence[str]) -> dict[str, list[str]]:
     return {op.name: why for op, why in declined.items()}
 
 
-def test_depthwise_conv_is_declined_with_a_reason():
+def test_depthwise_conv_runs_in_libbyoc():
+    """One input channel per group: libbyoc's stencil kernel, not one-row GEMMs."""
+    for strides, padding, dilation in (((1, 1), 1, 1), ((2, 2), (1, 0, 2, 1), 1), ((1, 2), 2, 2)):
+        def body(e: Emit, x, w, b):
+            y = e(relay.Conv2dOp(x, w, strides, padding, dilation, 4))
+            return e(relay.ReluOp(e(relay.BiasAddOp(y, b))))
+
+        model = check(build([(2, 4, 9, 23), (8, 1, 3, 3), (8,)], body))
+        on_cblas(model, "relay.nn.conv2d", "relay.nn.bias_add", "relay.nn.relu")
+        assert "byoc_rt_depthwise_conv2d(" in model.sources["cblas.c"]
+
+
+def test_depthwise_conv_with_too_many_taps_is_declined_with_a_reason():
     module = build(
-        [(1, 4, 6, 6), (4, 1, 3, 3)],
-        lambda e, x, w: conv(e, x, w, 1, 1, 1, 4),
+        [(1, 4, 12, 12), (4, 1, 9, 9)],
+        lambda e, x, w: conv(e, x, w, 1, 4, 1, 4),
     )
     (why,) = reasons(module, ["cblas"])["relay.nn.conv2d"]
-    assert "depthwise conv2d (groups=4" in why
-    assert "at least 2 input channels per group" in why
+    assert "9x9 kernel" in why and "at most 64 taps" in why
 
 
 def test_float64_is_declined_with_a_reason():
@@ -492,15 +503,14 @@ def test_float64_is_declined_with_a_reason():
 
 
 def test_declined_composite_reports_the_pattern():
-    module = build(
-        [(1, 4, 6, 6), (4, 1, 3, 3), (4,)],
-        lambda e, x, w, b: e(relay.BiasAddOp(conv(e, x, w, 1, 1, 1, 4), b)),
-    )
+    def body(e: Emit, x, w, r):
+        return e(relay.AddOp(conv(e, x, w, 1, 1, 1, 1), r))
+
+    module = build([(1, 4, 6, 6), (4, 4, 3, 3), (1, 4, 6, 6)], body)
     why = reasons(module, ["cblas"])
-    pattern, single = why["relay.nn.bias_add"]
-    assert pattern.startswith("cblas: pattern conv2d_bias declined: depthwise conv2d")
-    assert single == "cblas does not support relay.nn.bias_add"
-    assert why["relay.nn.conv2d"][0] == pattern
+    pattern, single = why["relay.add"]
+    assert pattern.startswith("cblas: pattern conv2d_add declined: the weight is not a constant")
+    assert single == "cblas does not support relay.add"
 
 
 def host_lowers(op_name: str) -> bool:
@@ -510,16 +520,14 @@ def host_lowers(op_name: str) -> bool:
     return any(t.name == op_name for t in LOWERINGS if hasattr(t, "name"))
 
 
-def test_declined_depthwise_conv_stays_on_the_host_and_is_right():
+def test_declined_conv_stays_on_the_host_and_is_right():
     def body(e: Emit, x, w1, b, w2):
         y = e(relay.ReluOp(e(relay.BiasAddOp(conv(e, x, w1, 1, 1, 1, 1), b))))
-        return conv(e, y, w2, 1, 1, 1, 8)  # depthwise: declined
+        return conv(e, y, w2, 1, 4, 1, 8)  # depthwise 9x9: declined
 
-    module = build([(1, 4, 6, 6), (8, 4, 3, 3), (8,), (8, 1, 3, 3)], body)
+    module = build([(1, 4, 6, 6), (8, 4, 3, 3), (8,), (8, 1, 9, 9)], body)
     why = reasons(module, ["cblas"])
     assert list(why) == ["relay.nn.conv2d"]
-    if not host_lowers("relay.nn.conv2d"):
-        pytest.skip("the host does not lower relay.nn.conv2d yet")
     model = check(module, ["cblas"])
     assert "relay.nn.conv2d" in host_ir(model)
     # With ccompiler after cblas, ccompiler takes what cblas declined.

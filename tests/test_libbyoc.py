@@ -181,6 +181,24 @@ def test_a_weight_that_is_not_a_constant_keeps_the_im2col_path():
     assert "scipy_cblas_sgemm" in model.sources["cblas.c"]
 
 
+DEPTHWISE = [
+    ((1, 16, 28, 28), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 16, "bias"),
+    ((2, 6, 15, 17), 12, (3, 3), (2, 2), (1, 0, 1, 2), (1, 1), 6, "bias_add_relu"),
+    ((1, 5, 9, 40), 5, (5, 3), (1, 3), (2, 1, 2, 1), (2, 1), 5, "add_clip"),
+    ((1, 3, 7, 7), 3, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 3, "relu"),
+]
+
+
+def test_depthwise_convs_match_the_reference():
+    """Depthwise convs (not packed: the weight is read as it is), any stride, padding,
+    dilation and channel multiplier, with every epilogue."""
+    module, inputs = conv_graph(DEPTHWISE)
+    model = byoc.compile(module, targets=["cblas"], cache=False)
+    check(model, module, inputs)
+    assert model.sources["cblas.c"].count("byoc_rt_depthwise_conv2d(") == len(DEPTHWISE)
+    assert "conv2d_packed" not in model.partitioned_ir
+
+
 # --- relay.nn.conv2d_packed on its own ---------------------------------------
 
 

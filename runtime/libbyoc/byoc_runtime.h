@@ -65,4 +65,12 @@ int32_t byoc_rt_conv2d(const byoc_rt_conv *conv, const float *data,
                        const float *weight, const float *bias,
                        const float *residual, float *out);
 
+/* A depthwise convolution (groups == channels, one input channel per group,
+ * out_channels a multiple of channels) with the same epilogue, its weight as
+ * relay.nn.conv2d has it: [O, 1, KH, KW] (`layout` is not read). Returns 0; 1
+ * when scratch memory cannot be allocated; 2 for kernels of more than 64 taps. */
+int32_t byoc_rt_depthwise_conv2d(const byoc_rt_conv *conv, const float *data,
+                                 const float *weight, const float *bias,
+                                 const float *residual, float *out);
+
 #endif

@@ -23,16 +23,12 @@
  */
 #define _GNU_SOURCE
 #include "byoc_runtime.h"
+#include "kernels.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define LANES 16
-typedef float vec __attribute__((vector_size(4 * LANES)));
-typedef float vec_unaligned __attribute__((vector_size(4 * LANES), aligned(4)));
-typedef int32_t mask __attribute__((vector_size(4 * LANES)));
 
 #define ROWS_MR 8          /* output channels per ROWS tile */
 #define ROWS_NV 3          /* vectors of pixels per ROWS tile */
@@ -42,86 +38,9 @@ typedef int32_t mask __attribute__((vector_size(4 * LANES)));
 #define COLS_WIDTH 32      /* output channels per COLUMNS panel */
 #define COLS_NR 12         /* pixels per COLUMNS tile */
 
-static inline vec load(const float *p) { return *(const vec_unaligned *)p; }
-static inline void store(float *p, vec v) { *(vec_unaligned *)p = v; }
-static inline vec splat(float x) { return (vec){0} + x; }
 
-typedef struct epilogue {
-  const float *bias;     /* per output channel, or NULL */
-  const float *residual; /* shaped as the output, or NULL */
-  int64_t activation;
-  float low, high;
-} epilogue;
 
-static inline float act_scalar(const epilogue *e, float y) {
-  if (e->activation == BYOC_RT_RELU)
-    return y < 0.0f ? 0.0f : y; /* keeps NaN, as relay's max(x, 0) */
-  if (e->activation == BYOC_RT_CLIP) {
-    y = y < e->low ? e->low : y;
-    return y > e->high ? e->high : y;
-  }
-  return y;
-}
 
-static inline vec blend(mask m, vec yes, vec no) {
-  return (vec)(((mask)yes & m) | ((mask)no & ~m));
-}
-
-static inline vec act_vector(const epilogue *e, vec y) {
-  if (e->activation == BYOC_RT_RELU)
-    return blend(y < 0.0f, splat(0.0f), y);
-  if (e->activation == BYOC_RT_CLIP) {
-    y = blend(y < e->low, splat(e->low), y);
-    return blend(y > e->high, splat(e->high), y);
-  }
-  return y;
-}
-
-/* ---- Scratch: one growing buffer per thread, freed when the thread ends --- */
-
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-
-typedef struct scratch {
-  float *data;
-  size_t floats;
-} scratch;
-
-static void free_scratch(void *p) {
-  scratch *s = p;
-  free(s->data);
-  free(s);
-}
-
-static void make_scratch_key(void) { pthread_key_create(&scratch_key, free_scratch); }
-
-/* At least `floats` floats of this thread's scratch, 64-byte aligned; NULL if
- * out of memory. */
-static float *thread_scratch(size_t floats) {
-  pthread_once(&scratch_once, make_scratch_key);
-  scratch *s = pthread_getspecific(scratch_key);
-  if (s == NULL) {
-    s = calloc(1, sizeof *s);
-    if (s == NULL || pthread_setspecific(scratch_key, s) != 0) {
-      free(s);
-      return NULL;
-    }
-  }
-  if (s->floats < floats) {
-    size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
-    float *data = aligned_alloc(64, bytes);
-    if (data == NULL)
-      return NULL;
-    free(s->data);
-    s->data = data;
-    s->floats = floats;
-  }
-  return s->data;
-}
-
-static inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* ---- ROWS: 8 channels x up to 48 pixels ----------------------------------- */
 
@@ -506,7 +425,7 @@ int32_t byoc_rt_conv2d(const byoc_rt_conv *cv, const float *data, const float *w
   int64_t margin = ROWS_NR + j.pitch;
   size_t offsets = (size_t)ceil_div(j.k * (int64_t)sizeof(int64_t), 64) * 16;
   size_t floats = offsets + (j.padded ? (size_t)(cg * plane + margin) : 0);
-  float *scratch = thread_scratch(floats);
+  float *scratch = byoc_thread_scratch(floats);
   if (scratch == NULL)
     return 1;
   int64_t *offset = (int64_t *)scratch;

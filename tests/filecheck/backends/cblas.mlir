@@ -3,15 +3,15 @@
 // RUN: byoc-translate %s --emit-c --annotate=cblas,ccompiler | filecheck %s --check-prefix=CSRC
 
 // cblas first: dense and conv2d (with their bias/relu epilogues as composites)
-// go to cblas; the elementwise add, the depthwise conv2d (declined by cblas)
-// and the lone relu to ccompiler; tanh stays on the host.
+// go to cblas, the depthwise conv2d too (libbyoc's depthwise kernel); the
+// elementwise add to ccompiler; tanh stays on the host.
 
 // CHECK-LABEL: func.func @main(
-// CHECK-NEXT:    %[[H:.*]], %[[C:.*]] = extern.call @cblas_0(%x, %w1, %b1, %img, %k, %kb)
-// CHECK-NEXT:    %[[S:.*]], %[[R:.*]] = extern.call @ccompiler_0(%[[H]], %r, %[[C]], %dw)
+// CHECK-NEXT:    %[[H:.*]], %[[C:.*]] = extern.call @cblas_0(%x, %w1, %b1, %img, %k, %kb, %dw)
+// CHECK-NEXT:    %[[S:.*]] = extern.call @ccompiler_0(%[[H]], %r)
 // CHECK-NEXT:    %[[Y:.*]] = extern.call @cblas_1(%[[S]], %w2)
 // CHECK-NEXT:    %[[T:.*]] = relay.tanh %[[Y]]
-// CHECK-NEXT:    func.return %[[T]], %[[R]]
+// CHECK-NEXT:    func.return %[[T]], %[[C]]
 
 // CHECK:       func.func private @cblas_0({{.*}}) -> (tensor<4x32xf32>, tensor<1x16x6x6xf32>) attributes {extern.compiler = "cblas"} {
 // CHECK-NEXT:    relay.nn.dense {{.*}}{extern.composite = "cblas.dense_bias_relu"}
@@ -20,13 +20,12 @@
 // CHECK-NEXT:    relay.nn.conv2d {{.*}}{extern.composite = "cblas.conv2d_bias_relu", padding = array<i64: 1, 1>}
 // CHECK-NEXT:    relay.nn.bias_add {{.*}}{extern.composite = "cblas.conv2d_bias_relu"}
 // CHECK-NEXT:    relay.nn.relu {{.*}}{extern.composite = "cblas.conv2d_bias_relu"}
+// CHECK-NEXT:    relay.nn.conv2d {{.*}}{extern.composite = "cblas.conv2d_relu", padding = array<i64: 1, 1>, groups = 16 : i64}
+// CHECK-NEXT:    relay.nn.relu {{.*}}{extern.composite = "cblas.conv2d_relu"}
 // CHECK-NEXT:    func.return
 
-// CHECK:       func.func private @ccompiler_0({{.*}}) attributes {extern.compiler = "ccompiler"} {
+// CHECK:       func.func private @ccompiler_0({{.*}}) -> tensor<4x32xf32> attributes {extern.compiler = "ccompiler"} {
 // CHECK-NEXT:    relay.add
-// CHECK-NEXT:    relay.nn.conv2d {{.*}}groups = 16 : i64
-// CHECK-NEXT:    relay.nn.relu
-// CHECK-NOT:     extern.composite
 // CHECK-NEXT:    func.return
 
 // CHECK:       func.func private @cblas_1({{.*}}) -> tensor<4x8xf32> attributes {extern.compiler = "cblas"} {
@@ -35,21 +34,21 @@
 // CHECK-NEXT:    func.return
 
 // REPORT:      # byoc partition report
-// REPORT-NEXT: backend cblas: 2 function(s), 7 op(s)
-// REPORT-NEXT:   @cblas_0: 6 op(s)
+// REPORT-NEXT: backend cblas: 2 function(s), 9 op(s)
+// REPORT-NEXT:   @cblas_0: 8 op(s)
 // REPORT-NEXT:     relay.nn.dense  {{.*}}cblas.mlir:{{[0-9]+}}:3  [cblas.dense_bias_relu]
 // REPORT-NEXT:     relay.nn.bias_add  {{.*}}  [cblas.dense_bias_relu]
 // REPORT-NEXT:     relay.nn.relu  {{.*}}  [cblas.dense_bias_relu]
 // REPORT-NEXT:     relay.nn.conv2d  {{.*}}  [cblas.conv2d_bias_relu]
 // REPORT-NEXT:     relay.nn.bias_add  {{.*}}  [cblas.conv2d_bias_relu]
 // REPORT-NEXT:     relay.nn.relu  {{.*}}  [cblas.conv2d_bias_relu]
+// REPORT-NEXT:     relay.nn.conv2d  {{.*}}  [cblas.conv2d_relu]
+// REPORT-NEXT:     relay.nn.relu  {{.*}}  [cblas.conv2d_relu]
 // REPORT-NEXT:   @cblas_1: 1 op(s)
 // REPORT-NEXT:     relay.nn.dense  {{.*}}cblas.mlir:{{[0-9]+}}:3{{$}}
-// REPORT-NEXT: backend ccompiler: 1 function(s), 3 op(s)
-// REPORT-NEXT:   @ccompiler_0: 3 op(s)
+// REPORT-NEXT: backend ccompiler: 1 function(s), 1 op(s)
+// REPORT-NEXT:   @ccompiler_0: 1 op(s)
 // REPORT-NEXT:     relay.add
-// REPORT-NEXT:     relay.nn.conv2d
-// REPORT-NEXT:     relay.nn.relu
 // REPORT-NEXT: host: 1 op(s)
 // REPORT-NEXT:   relay.tanh  {{.*}}  unsupported: cblas does not support relay.tanh; ccompiler does not support relay.tanh
 
@@ -63,8 +62,10 @@
 // CSRC:       scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 4, 32, 16, 1.0f, [[X]], 16, {{.*}}, 16, 0.0f, [[OUT0]], 32);
 // CSRC-NEXT:    for (
 // CSRC:       ? 0.0f :
-// CSRC:       scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 16, 36, 72, 1.0f, {{.*}}, 72, {{.*}}, 36, 0.0f, [[OUT1]], 36);
-// CSRC:       free(
+// CSRC:       scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 16, 36, 72, 1.0f, {{.*}}, 72, {{.*}}, 36, 0.0f, [[CONV:.*]], 36);
+// CSRC:       byoc_rt_depthwise_conv2d((&cblas_0_conv_0), [[CONV]], {{.*}}, NULL, NULL, [[OUT1]]);
+// CSRC-NEXT:    if ([[S:v[0-9]+]]) { free({{.*}}); return [[S]]; }
+// CSRC-NEXT:    free(
 // CSRC-NEXT:    return 0;
 // CSRC:     int32_t cblas_1(
 // CSRC:       scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 4, 8, 32,

@@ -1,0 +1,126 @@
+/* Depthwise 2-d convolution (groups == input channels, one input channel per
+ * group) of NCHW float32 tensors, OIHW weights as they are, with the epilogue
+ * of byoc_rt_conv2d (see byoc_runtime.h).
+ *
+ * Each output channel is a stencil over one input plane: a GEMM would have one
+ * row. Vectors run along output rows. Every input row a channel reads is first
+ * copied, zero-padded, into a row of scratch split by phase (the columns x with
+ * x % stride == r side by side), so that for any stride the input of 16
+ * neighbouring outputs under one kernel tap is 16 consecutive floats.
+ */
+#define _GNU_SOURCE
+#include "byoc_runtime.h"
+#include "kernels.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+typedef struct dw_job {
+  const byoc_rt_conv *cv;
+  const float *data, *weight, *bias, *residual;
+  float *out;
+  int64_t width;   /* floats of one phase of a split row */
+  atomic_int failed;
+} dw_job;
+
+/* Output channel `index` (of all images) of a depthwise convolution. */
+static void depthwise_chunk(void *context, int64_t index) {
+  dw_job *j = context;
+  const byoc_rt_conv *cv = j->cv;
+  int64_t o = index % cv->out_channels, n = index / cv->out_channels;
+  int64_t multiplier = cv->out_channels / cv->channels;
+  int64_t c = o / multiplier;
+  int64_t h = cv->height, w = cv->width, oh = cv->out_height, ow = cv->out_width;
+  int64_t kh = cv->kernel_h, kw = cv->kernel_w, sh = cv->stride_h, sw = cv->stride_w;
+  int64_t dh = cv->dilation_h, dw = cv->dilation_w, top = cv->pad_top, left = cv->pad_left;
+  int64_t phase = j->width; /* floats per phase of one split input row */
+  int64_t row_floats = sw * phase;
+  /* One split row per input row of the plane, plus a zero row for the padding. */
+  float *rows = byoc_thread_scratch((size_t)((h + 1) * row_floats));
+  if (rows == NULL) {
+    atomic_store(&j->failed, 1);
+    return;
+  }
+  const float *plane = j->data + (n * cv->channels + c) * h * w;
+  float *zero = rows + h * row_floats;
+  memset(zero, 0, (size_t)row_floats * sizeof(float));
+  for (int64_t y = 0; y < h; y++) {
+    float *split = rows + y * row_floats;
+    memset(split, 0, (size_t)row_floats * sizeof(float));
+    const float *src = plane + y * w;
+    if (sw == 1) {
+      memcpy(split + left, src, (size_t)w * sizeof(float));
+      continue;
+    }
+    /* Padded column t = x + left goes to phase t % sw, position t / sw. */
+    for (int64_t r = 0; r < sw; r++) {
+      int64_t x = ((r - left) % sw + sw) % sw;
+      float *dst = split + r * phase + (x + left) / sw;
+      for (; x < w; x += sw)
+        *dst++ = src[x];
+    }
+  }
+  const float *weights = j->weight + o * kh * kw;
+  float add = j->bias != NULL ? j->bias[o] : 0.0f;
+  float *out = j->out + (n * cv->out_channels + o) * oh * ow;
+  const float *residual = j->residual ? j->residual + (n * cv->out_channels + o) * oh * ow : NULL;
+  epilogue e = {j->bias, j->residual, cv->activation, cv->low, cv->high};
+  for (int64_t y = 0; y < oh; y++) {
+    /* The input row and its phase and offset for each tap. */
+    const float *tap[64];
+    float tap_weight[64];
+    int taps = 0;
+    for (int64_t i = 0; i < kh; i++) {
+      int64_t iy = y * sh + i * dh - top;
+      const float *row = iy >= 0 && iy < h ? rows + iy * row_floats : zero;
+      for (int64_t jj = 0; jj < kw; jj++) {
+        int64_t t = jj * dw; /* padded column of output 0 */
+        tap[taps] = row + t % sw * phase + t / sw;
+        tap_weight[taps] = weights[i * kw + jj];
+        taps++;
+      }
+    }
+    float *dst = out + y * ow;
+    const float *res = residual != NULL ? residual + y * ow : NULL;
+    int64_t x = 0;
+    for (; x + LANES <= ow; x += LANES) {
+      vec acc = splat(add);
+      for (int t = 0; t < taps; t++)
+        acc += tap_weight[t] * load(tap[t] + x);
+      if (res != NULL)
+        acc += load(res + x);
+      store(dst + x, act_vector(&e, acc));
+    }
+    for (; x < ow; x++) {
+      float acc = add;
+      for (int t = 0; t < taps; t++)
+        acc += tap_weight[t] * tap[t][x];
+      if (res != NULL)
+        acc += res[x];
+      dst[x] = act_scalar(&e, acc);
+    }
+  }
+}
+
+int32_t byoc_rt_depthwise_conv2d(const byoc_rt_conv *cv, const float *data,
+                                 const float *weight, const float *bias,
+                                 const float *residual, float *out) {
+  if (cv->kernel_h * cv->kernel_w > 64)
+    return 2;
+  /* A split row holds every padded column any output reads, and a vector's
+   * worth past the last output (the vector loop never reads beyond it). */
+  int64_t reach = (cv->out_width - 1) * cv->stride_w + (cv->kernel_w - 1) * cv->dilation_w + 1;
+  int64_t padded = reach > cv->width + cv->pad_left ? reach : cv->width + cv->pad_left;
+  dw_job j = {
+      .cv = cv,
+      .data = data,
+      .weight = weight,
+      .bias = bias,
+      .residual = residual,
+      .out = out,
+      .width = (padded + cv->stride_w - 1) / cv->stride_w + LANES,
+  };
+  atomic_init(&j.failed, 0);
+  byoc_rt_parallel_for(cv->batch * cv->out_channels, depthwise_chunk, &j);
+  return atomic_load(&j.failed);
+}
