@@ -15,6 +15,10 @@
 
 #define BYOC_RT_VERSION 1
 
+/* The status of a kernel, as byoc's external functions return it
+ * (byoc.backends.spec.ALLOCATION_FAILED is BYOC_RT_OUT_OF_MEMORY). */
+enum { BYOC_RT_OK = 0, BYOC_RT_FAILED = 1, BYOC_RT_OUT_OF_MEMORY = 2 };
+
 /* ---- Threads --------------------------------------------------------------
  * One pool per process. `byoc_rt_parallel_for(n, task, context)` calls
  * `task(context, i)` once for every i in [0, n), on the calling thread and on
@@ -45,8 +49,9 @@ void byoc_rt_set_num_threads(int32_t n);
  *   BYOC_RT_COLUMNS  b = 32 ("OIHW32o"): the kernel holds vectors of output
  *                    channels; any stride.
  *
- * `bias` ([O]) and `residual` (shaped as `out`) may be NULL. Returns 0; 1 when
- * scratch memory cannot be allocated; 2 for BYOC_RT_ROWS with a stride. */
+ * `bias` ([O]) and `residual` (shaped as `out`) may be NULL. Returns BYOC_RT_OK,
+ * BYOC_RT_OUT_OF_MEMORY when scratch memory cannot be allocated, or
+ * BYOC_RT_FAILED for BYOC_RT_ROWS with a stride. */
 enum { BYOC_RT_ROWS = 0, BYOC_RT_COLUMNS = 1 };
 enum { BYOC_RT_LINEAR = 0, BYOC_RT_RELU = 1, BYOC_RT_CLIP = 2 };
 
@@ -67,8 +72,8 @@ int32_t byoc_rt_conv2d(const byoc_rt_conv *conv, const float *data,
 
 /* A depthwise convolution (groups == channels, one input channel per group,
  * out_channels a multiple of channels) with the same epilogue, its weight as
- * relay.nn.conv2d has it: [O, 1, KH, KW] (`layout` is not read). Returns 0; 1
- * when scratch memory cannot be allocated; 2 for kernels of more than 64 taps. */
+ * relay.nn.conv2d has it: [O, 1, KH, KW] (`layout` is not read). Returns
+ * BYOC_RT_OK, BYOC_RT_OUT_OF_MEMORY, or BYOC_RT_FAILED for more than 64 taps. */
 int32_t byoc_rt_depthwise_conv2d(const byoc_rt_conv *conv, const float *data,
                                  const float *weight, const float *bias,
                                  const float *residual, float *out);

@@ -401,7 +401,7 @@ int32_t byoc_rt_conv2d(const byoc_rt_conv *cv, const float *data, const float *w
   int64_t cg = cv->channels / cv->groups;
   int64_t kh = cv->kernel_h, kw = cv->kernel_w, dh = cv->dilation_h, dw = cv->dilation_w;
   if (rows && !j.direct && (cv->stride_h != 1 || cv->stride_w != 1))
-    return 2; /* ROWS reads pixels side by side: stride 1 only */
+    return BYOC_RT_FAILED; /* ROWS reads pixels side by side: stride 1 only */
   /* The source: the image, or a zero-padded copy big enough for every tap of
    * every output (and, for ROWS, of the grid positions past a row's end). */
   j.pitch = cv->width;
@@ -427,7 +427,7 @@ int32_t byoc_rt_conv2d(const byoc_rt_conv *cv, const float *data, const float *w
   size_t floats = offsets + (j.padded ? (size_t)(cg * plane + margin) : 0);
   float *scratch = byoc_thread_scratch(floats);
   if (scratch == NULL)
-    return 1;
+    return BYOC_RT_OUT_OF_MEMORY;
   int64_t *offset = (int64_t *)scratch;
   for (int64_t k = 0; k < j.k; k++) {
     int64_t c = k / (kh * kw), i = k / kw % kh, jj = k % kw;

@@ -38,7 +38,7 @@ static void depthwise_chunk(void *context, int64_t index) {
   /* One split row per input row of the plane, plus a zero row for the padding. */
   float *rows = byoc_thread_scratch((size_t)((h + 1) * row_floats));
   if (rows == NULL) {
-    atomic_store(&j->failed, 1);
+    atomic_store(&j->failed, BYOC_RT_OUT_OF_MEMORY);
     return;
   }
   const float *plane = j->data + (n * cv->channels + c) * h * w;
@@ -106,7 +106,7 @@ int32_t byoc_rt_depthwise_conv2d(const byoc_rt_conv *cv, const float *data,
                                  const float *weight, const float *bias,
                                  const float *residual, float *out) {
   if (cv->kernel_h * cv->kernel_w > 64)
-    return 2;
+    return BYOC_RT_FAILED;
   /* A split row holds every padded column any output reads, and a vector's
    * worth past the last output (the vector loop never reads beyond it). */
   int64_t reach = (cv->out_width - 1) * cv->stride_w + (cv->kernel_w - 1) * cv->dilation_w + 1;
