@@ -63,7 +63,7 @@
 // CSRC-NEXT:    for (
 // CSRC:       ? 0.0f :
 // CSRC:       scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 16, 36, 72, 1.0f, {{.*}}, 72, {{.*}}, 36, 0.0f, [[CONV:.*]], 36);
-// CSRC:       byoc_rt_depthwise_conv2d((&cblas_0_conv_0), [[CONV]], {{.*}}, NULL, NULL, [[OUT1]]);
+// CSRC:       byoc_rt_depthwise_conv2d((&cblas_0_conv_{{[0-9]+}}), [[CONV]], {{.*}}, NULL, NULL, [[OUT1]]);
 // CSRC-NEXT:    if ([[S:v[0-9]+]]) { free({{.*}}); return [[S]]; }
 // CSRC-NEXT:    free(
 // CSRC-NEXT:    return 0;
