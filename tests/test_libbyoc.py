@@ -186,6 +186,8 @@ DEPTHWISE = [
     ((2, 6, 15, 17), 12, (3, 3), (2, 2), (1, 0, 1, 2), (1, 1), 6, "bias_add_relu"),
     ((1, 5, 9, 40), 5, (5, 3), (1, 3), (2, 1, 2, 1), (2, 1), 5, "add_clip"),
     ((1, 3, 7, 7), 3, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 3, "relu"),
+    # Rows narrower than a vector (all tail), channel multiplier 2, a residual.
+    ((1, 4, 11, 6), 8, (3, 3), (1, 2), (2, 1, 2, 1), (2, 1), 4, "bias_add_relu"),
 ]
 
 

@@ -6,7 +6,9 @@
  * row. Vectors run along output rows. Every input row a channel reads is first
  * copied, zero-padded, into a row of scratch split by phase (the columns x with
  * x % stride == r side by side), so that for any stride the input of 16
- * neighbouring outputs under one kernel tap is 16 consecutive floats.
+ * neighbouring outputs under one kernel tap is 16 consecutive floats; each
+ * split row ends in a vector's worth of zeros, so a row's last outputs are a
+ * whole vector too.
  */
 #define _GNU_SOURCE
 #include "byoc_runtime.h"
@@ -65,20 +67,23 @@ static void depthwise_chunk(void *context, int64_t index) {
   float *out = j->out + (n * cv->out_channels + o) * oh * ow;
   const float *residual = j->residual ? j->residual + (n * cv->out_channels + o) * oh * ow : NULL;
   epilogue e = {j->bias, j->residual, cv->activation, cv->low, cv->high};
+  /* Where each tap's input of output column 0 is within a split row: its
+   * phase and position (padded column jj * dw). */
+  int64_t column[64];
+  float tap_weight[64];
+  int taps = (int)(kh * kw);
+  for (int t = 0; t < taps; t++) {
+    int64_t at = t % kw * dw;
+    column[t] = at % sw * phase + at / sw;
+    tap_weight[t] = weights[t];
+  }
   for (int64_t y = 0; y < oh; y++) {
-    /* The input row and its phase and offset for each tap. */
     const float *tap[64];
-    float tap_weight[64];
-    int taps = 0;
     for (int64_t i = 0; i < kh; i++) {
       int64_t iy = y * sh + i * dh - top;
       const float *row = iy >= 0 && iy < h ? rows + iy * row_floats : zero;
-      for (int64_t jj = 0; jj < kw; jj++) {
-        int64_t t = jj * dw; /* padded column of output 0 */
-        tap[taps] = row + t % sw * phase + t / sw;
-        tap_weight[taps] = weights[i * kw + jj];
-        taps++;
-      }
+      for (int64_t jj = 0; jj < kw; jj++)
+        tap[i * kw + jj] = row + column[i * kw + jj];
     }
     float *dst = out + y * ow;
     const float *res = residual != NULL ? residual + y * ow : NULL;
@@ -91,13 +96,21 @@ static void depthwise_chunk(void *context, int64_t index) {
         acc += load(res + x);
       store(dst + x, act_vector(&e, acc));
     }
-    for (; x < ow; x++) {
-      float acc = add;
+    if (x < ow) {
+      /* The last, partial vector: the split rows hold a vector's worth past
+       * the last output, so the product reads whole vectors (rows narrower
+       * than a vector, 7x7 and 14x14 planes, are all tail). */
+      vec acc = splat(add);
       for (int t = 0; t < taps; t++)
-        acc += tap_weight[t] * tap[t][x];
-      if (res != NULL)
-        acc += res[x];
-      dst[x] = act_scalar(&e, acc);
+        acc += tap_weight[t] * load(tap[t] + x);
+      size_t bytes = (size_t)(ow - x) * sizeof(float);
+      float lane[LANES];
+      if (res != NULL) {
+        memcpy(lane, res + x, bytes);
+        acc += load(lane);
+      }
+      store(lane, act_vector(&e, acc));
+      memcpy(dst + x, lane, bytes);
     }
   }
 }
