@@ -1284,6 +1284,19 @@ def test_unsupported_nodes_are_all_listed() -> None:
     )
 
 
+@pytest.mark.parametrize("tool", [["byoc-run"], ["byoc-import"], ["byoc-translate", "--emit-c"]])
+def test_tools_list_every_unsupported_node_and_exit_1(tool: list[str], tmp_path: Path) -> None:
+    path = tmp_path / "model.onnx"
+    nodes = [N("Det", ["x"], ["d"], name="det_0"), N("Relu", ["d"], ["r"]), N("Det", ["r"], ["y"])]
+    onnx.save(make_model(nodes, {"x": (1, 2, 2)}, ["y"]), path)
+    proc = subprocess.run([str(BIN / tool[0]), str(path), *tool[1:]], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"error: {path}: 2 unsupported ONNX nodes: 'det_0' (Det), #2 (Det)"
+    )
+
+
 def test_unsupported_node_in_a_file_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "model.onnx"
     onnx.save(make_model([N("Det", ["x"], ["y"])], {"x": (2, 2)}, ["y"]), path)
