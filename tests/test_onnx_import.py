@@ -710,6 +710,12 @@ case(
     initializers={"a": np.array([1], np.int64)},
 )
 case(
+    "reducelogsumexp-infinite-rows",
+    [N("ReduceLogSumExp", ["x", "a"], ["y"], keepdims=0)],
+    {"x": np.array([[-np.inf, -np.inf, -np.inf], [1, 2, 3], [np.inf, 0, 1], [-np.inf, 0, 1]], np.float32)},
+    initializers={"a": np.array([1], np.int64)},
+)
+case(
     "instance-normalization",
     [N("InstanceNormalization", ["x", "g", "b"], ["y"], epsilon=1e-3)],
     {"x": random((2, 3, 4, 5)) * 3 + 1},

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from xdsl.ir import SSAValue
 
 from byoc.dialects import relay
@@ -67,13 +69,18 @@ def _square(node: Node, value: SSAValue) -> SSAValue:
 
 
 def _reduce_log_sum_exp(node: Node) -> SSAValue:
-    """`max + log(sum(exp(x - max)))`: exp never overflows."""
+    """`max + log(sum(exp(x - max)))`: exp never overflows. The max is clipped
+    to finite values, so a slice of -inf (or an empty one) gives -inf and one
+    holding +inf gives +inf, where `inf - inf` would give NaN."""
     data = node.value(0)
     shape = shape_of(data)
     axes = reduced_axes(node, len(shape))
     if not axes:
         return data  # log(exp(x))
-    peak = node.emit(relay.MaxOp(data, axis=axes, keepdims=True))
+    largest = float(np.finfo(np.float32).max)
+    peak = node.emit(
+        relay.ClipOp(node.emit(relay.MaxOp(data, axis=axes, keepdims=True)), -largest, largest)
+    )
     shifted = node.emit(relay.ExpOp(node.emit(relay.SubtractOp(data, peak))))
     total = node.emit(relay.SumOp(shifted, axis=axes, keepdims=True))
     out = node.emit(relay.AddOp(node.emit(relay.LogOp(total)), peak))
