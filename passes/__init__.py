@@ -77,8 +77,57 @@ def _weights_to_blob() -> type[ModulePass]:
     return WeightsToBlobPass
 
 
+def _simplify() -> type[ModulePass]:
+    from byoc.passes.simplify import SimplifyPass
+
+    return SimplifyPass
+
+
+def _fold_constants() -> type[ModulePass]:
+    from byoc.passes.fold_constants import FoldConstantsPass
+
+    return FoldConstantsPass
+
+
+def _fold_batch_norm() -> type[ModulePass]:
+    from byoc.passes.fold_batch_norm import FoldBatchNormPass
+
+    return FoldBatchNormPass
+
+
+def _fold_scale_shift() -> type[ModulePass]:
+    from byoc.passes.fold_scale_shift import FoldScaleShiftPass
+
+    return FoldScaleShiftPass
+
+
+def _simplify_shapes() -> type[ModulePass]:
+    from byoc.passes.simplify_shapes import SimplifyShapesPass
+
+    return SimplifyShapesPass
+
+
+def _fold_transposes() -> type[ModulePass]:
+    from byoc.passes.fold_transposes import FoldTransposesPass
+
+    return FoldTransposesPass
+
+
+def _remove_noops() -> type[ModulePass]:
+    from byoc.passes.remove_noops import RemoveNoopsPass
+
+    return RemoveNoopsPass
+
+
 BYOC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "byoc-fake-quantization-to-integer": _fake_quantization_to_integer,
+    "byoc-simplify": _simplify,
+    "byoc-fold-constants": _fold_constants,
+    "byoc-remove-noops": _remove_noops,
+    "byoc-simplify-shapes": _simplify_shapes,
+    "byoc-fold-transposes": _fold_transposes,
+    "byoc-fold-batch-norm": _fold_batch_norm,
+    "byoc-fold-scale-shift": _fold_scale_shift,
     "byoc-annotate": _annotate,
     "byoc-merge-regions": _merge_regions,
     "byoc-outline-regions": _outline_regions,

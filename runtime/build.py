@@ -206,24 +206,31 @@ def partition_for(
     backends: Sequence[Backend],
     strict: bool = False,
     exclude: Exclusions | None = None,
+    simplify: bool = True,
 ) -> None:
-    """Quantize QDQ units, then annotate, merge and outline `module` in place
-    for `backends` (`strict`: an op no backend takes is an error; `exclude`:
-    backends an op must avoid)."""
+    """Quantize QDQ units, simplify (unless told not to), then annotate, merge
+    and outline `module` in place for `backends` (`strict`: an op no backend
+    takes is an error; `exclude`: backends an op must avoid)."""
     check_outlined_for(module, backends)
-    prepare_graph(module)
+    prepare_graph(module, simplify)
     # also drops marks for backends not asked for
     annotate(module, backends, strict, exclude)
     if backends:
         partition(module)
 
 
-def prepare_graph(module: ModuleOp) -> None:
+def prepare_graph(module: ModuleOp, simplify: bool = True) -> None:
     """The rewrites before partitioning (each a no-op the second time): QDQ
-    units become quantized ops, dead ops go."""
+    units become quantized ops, the graph is simplified (byoc-simplify), dead
+    ops go."""
     # Before anything else rewrites the graph: the units are DQ -> op -> Q as
     # the importer (or the user) wrote them.
     fake_quantization_to_integer(module)
+    if simplify:
+        from byoc.passes.simplify import simplify as simplify_graph
+
+        with stage("simplify"):
+            simplify_graph(module)
     remove_dead_ops(module)
 
 
@@ -253,6 +260,7 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     quiet: bool = False,
     input_shapes: InputShapes | None = None,
     fallback: bool = True,
+    simplify: bool = True,
     **unknown: object,
 ) -> CompiledModule:
     """Compile a relay model for `targets` (priority order; `[]`: host only).
@@ -266,8 +274,12 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     `input_shapes` pins the inputs of an ONNX model with symbolic dimensions
     (`{"x": [1, 3, 224, 224]}`), as `byoc.from_onnx` does.
 
-    With `cache`, a model compiled before (same content, backends, byoc code and
-    CPU) is loaded from the compile cache in `$BYOC_CACHE_DIR` instead. A
+    With `simplify`, the graph is simplified first (byoc-simplify: constants
+    folded, batch norms folded into convolutions, no-ops removed, ...), so
+    every backend sees the simplified graph.
+
+    With `cache`, a model compiled before (same content, options, backends,
+    byoc code and CPU) is loaded from the compile cache in `$BYOC_CACHE_DIR` instead. A
     compile that takes over a second shows its stages on stderr when that is
     a terminal, unless `quiet`; `CompiledModule.timings` has their seconds.
     A misspelt keyword (`target=`) is a ByocError, like every other bad input.
@@ -275,12 +287,14 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     if unknown:
         raise ByocError(
             f"error: byoc.compile() has no argument {', '.join(repr(k) for k in unknown)}; "
-            "it takes source, targets, cache, quiet, input_shapes and fallback"
+            "it takes source, targets, cache, quiet, input_shapes, fallback and simplify"
         )
     if cache not in (True, False):
         raise ByocError(f"error: cache must be True or False, not {cache!r}")
     if fallback not in (True, False):
         raise ByocError(f"error: fallback must be True or False, not {fallback!r}")
+    if simplify not in (True, False):
+        raise ByocError(f"error: simplify must be True or False, not {simplify!r}")
     from byoc.backends import is_registered
     from byoc.backends.errors import warn
     from byoc.runtime.cache import cache_key, entry_path, source_digest
@@ -296,6 +310,7 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
                 "cc": compiler(),
                 "cflags": " ".join((*optimisation_flags(), *openmp_flags())),
                 "fallback": fallback,
+                "simplify": simplify,
             }
             digest = source_digest(source)
             if digest and input_shapes:
@@ -317,9 +332,11 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
                     for record in model.fallbacks:
                         warn(str(record))  # as the first compile did
         if model is None:
-            model = compile_uncached(source, backends, key, entry, input_shapes, fallback)
+            model = compile_uncached(
+                source, backends, key, entry, input_shapes, fallback, simplify
+            )
     model.timings = {**stages.seconds, "total": stages.elapsed}
-    model.origin = (source, tuple(backends), input_shapes)
+    model.origin = (source, tuple(backends), input_shapes, simplify)
     return model
 
 
@@ -330,6 +347,7 @@ def compile_uncached(
     entry: Path | None = None,
     input_shapes: InputShapes | None = None,
     fallback: bool = True,
+    simplify: bool = True,
 ) -> CompiledModule:
     """The whole pipeline, from source to a JIT-compiled CompiledModule.
 
@@ -353,7 +371,7 @@ def compile_uncached(
         outputs = tensor_specs(main.function_type.outputs.data, "output", where=where)
     del main
 
-    built = generate(module, backends, fallback, key, (inputs, outputs))
+    built = generate(module, backends, fallback, key, (inputs, outputs), simplify)
     del module
     libraries = [lib for a in built.artifacts for lib in a.libraries]
     with stage("host JIT"):
@@ -386,15 +404,17 @@ def partition_stage(
     key: str | None,
     strict: bool = False,
     exclude: Exclusions | None = None,
+    simplify: bool = True,
 ) -> Partitioned:
-    """Partition `module` in place, name its symbols, merge repeated functions,
-    and split it into the backends' jobs and the host module."""
+    """Partition `module` in place (simplified first if `simplify`), name its
+    symbols, merge repeated functions, and split it into the backends' jobs
+    and the host module."""
     from byoc.backends.host import host_module
     from byoc.dialects.relay.constant import print_eliding_weights
     from byoc.runtime.cache import module_digest
 
     with stage("partition"):
-        partition_for(module, backends, strict, exclude)
+        partition_for(module, backends, strict, exclude, simplify)
         placement = placement_of(module)
         partitioned_ir = print_eliding_weights(module)
         # Symbols are named by the content (two models in one process never

@@ -122,8 +122,8 @@ class CompiledModule:
         self.fallbacks = tuple(fallbacks)
         """Functions a backend failed to generate, whose ops went elsewhere."""
         self._partitioned: Any = None
-        self.origin: tuple[Any, tuple[Any, ...], Any] | None = None
-        """(source, backends, input_shapes) when `byoc.compile` made this model: `verify`
+        self.origin: tuple[Any, tuple[Any, ...], Any, bool] | None = None
+        """(source, backends, input_shapes, simplify) when `byoc.compile` made this model: `verify`
         partitions the source again for the weights `partitioned_ir` elides."""
         self._n = len(self.inputs) + len(self.outputs)
         # Python looks `__call__` up on the type: a subclass of one model
@@ -282,9 +282,9 @@ class CompiledModule:
                 from byoc.runtime.build import load_source
                 from byoc.runtime.fallback import partition_again
 
-                source, backends, input_shapes = self.origin
+                source, backends, input_shapes, simplify = self.origin
                 module = load_source(source, input_shapes)
-                partition_again(module, backends, self.fallbacks)
+                partition_again(module, backends, self.fallbacks, simplify)
                 if print_eliding_weights(module) != self.partitioned_ir:
                     raise ByocError(
                         "error: the model's source no longer partitions as it did when "

@@ -58,6 +58,7 @@ def generate(
     fallback: bool = True,
     key: str | None = None,
     io: Any = None,
+    simplify: bool = True,
 ) -> Generated:
     """Partition `module` (consumed) for `backends`, run their codegens and
     lower the host, re-partitioning the functions a backend fails on (see the
@@ -66,7 +67,7 @@ def generate(
     the host code (build.codegen_stage)."""
     from byoc.runtime.build import codegen_stage, partition_stage, prepare_graph
 
-    prepare_graph(module)  # first: positions are of the rewritten graph
+    prepare_graph(module, simplify)  # first: positions are of the rewritten graph
     pristine = module.clone() if backends and fallback else None
     excluded: dict[int, set[str]] = {}
     failed: list[tuple[Fallback, list[int]]] = []
@@ -74,7 +75,8 @@ def generate(
         ops = graph_ops(module)
         position = {op: i for i, op in enumerate(ops)}
         exclude = {ops[i]: frozenset(names) for i, names in excluded.items()}
-        parts = partition_stage(module, backends, key, not fallback, exclude)
+        # Simplified once above: ops keep their identity (and positions).
+        parts = partition_stage(module, backends, key, not fallback, exclude, False)
         artifacts, failures, host_object, layout = codegen_stage(parts, io)
         if not failures:
             break
@@ -136,17 +138,22 @@ def generate_functions(
 
 
 def partition_again(
-    module: ModuleOp, backends: Sequence[Backend], fallbacks: Sequence[Fallback]
+    module: ModuleOp,
+    backends: Sequence[Backend],
+    fallbacks: Sequence[Fallback],
+    simplify: bool = True,
 ) -> None:
     """Partition `module` (a fresh load of a model's source) as `generate` did,
     given the fallbacks it recorded, without running any codegen."""
     from byoc.runtime.build import partition_for, prepare_graph
 
-    prepare_graph(module)
+    prepare_graph(module, simplify)
     ops = graph_ops(module)
     excluded: dict[Operation, set[str]] = {}
     for record in fallbacks:
         for i in record.positions:
             if i < len(ops):
                 excluded.setdefault(ops[i], set()).add(record.backend)
-    partition_for(module, backends, False, {op: frozenset(n) for op, n in excluded.items()})
+    partition_for(
+        module, backends, False, {op: frozenset(n) for op, n in excluded.items()}, False
+    )

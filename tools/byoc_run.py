@@ -88,6 +88,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quiet", action="store_true", help="no progress line while a slow compile runs"
     )
+    p.add_argument(
+        "--no-simplify",
+        action="store_true",
+        help="compile the graph as given, without byoc-simplify",
+    )
     return p
 
 
@@ -281,6 +286,7 @@ def run(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         input_shapes=shapes,
         fallback=not args.no_fallback,
+        simplify=not args.no_simplify,
     )
     compiled_in = time.perf_counter() - started
     print(f"compiled in {compiled_in:.2f} s")

@@ -60,6 +60,11 @@ def parser() -> argparse.ArgumentParser:
         "--quiet", action="store_true", help="no progress line while a slow compile runs"
     )
     add_input_shape_argument(p)
+    p.add_argument(
+        "--no-simplify",
+        action="store_true",
+        help="partition the graph as given, without byoc-simplify",
+    )
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     add_debug_argument(p)
     return p
@@ -68,7 +73,7 @@ def parser() -> argparse.ArgumentParser:
 def translate(args: argparse.Namespace) -> str:
     backends = parse_targets(args.annotate)
     module = load_source(args.file, input_shapes(args.input_shape))
-    partition_for(module, backends)
+    partition_for(module, backends, simplify=not args.no_simplify)
     parts: list[str] = []
     for backend in backends:
         functions = functions_of(module, backend.name)
@@ -94,6 +99,7 @@ def emit_library(args: argparse.Namespace) -> None:
         targets=args.annotate,
         quiet=args.quiet,
         input_shapes=input_shapes(args.input_shape),
+        simplify=not args.no_simplify,
     )
     library, header = export_library(
         model, args.output or f"lib{args.name}.so", args.name, args.weights

@@ -34,6 +34,11 @@ def add_partition_arguments(parser: argparse.ArgumentParser) -> None:
     """`--annotate[=a,b]`, `--merge`, `--partition`."""
     group = parser.add_argument_group("partitioning (byoc)")
     group.add_argument(
+        "--simplify",
+        action="store_true",
+        help="simplify the graph first (byoc-simplify, as byoc.compile does)",
+    )
+    group.add_argument(
         "--annotate",
         nargs="?",
         const=DEFAULT_BACKEND,
@@ -109,8 +114,12 @@ def graph_passes(args: argparse.Namespace) -> list[str]:
     if args.annotate is None and (args.partition or args.merge):
         args.annotate = DEFAULT_BACKEND
     if args.annotate is not None:
-        # As byoc.compile: QDQ units become quantized ops before annotation.
+        # As byoc.compile: QDQ units become quantized ops before annotation
+        # (and before simplification, which would fold their weights' DQ).
         passes.append("byoc-fake-quantization-to-integer")
+    if args.simplify:
+        passes.append("byoc-simplify")
+    if args.annotate is not None:
         strict = " no-fallback=true" if args.no_fallback else ""
         passes.append(f"byoc-annotate{{targets={args.annotate}{strict}}}")
     size = f"{{min-region-size={args.min_region_size}}}"
