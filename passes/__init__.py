@@ -101,6 +101,12 @@ def _fold_scale_shift() -> type[ModulePass]:
     return FoldScaleShiftPass
 
 
+def _fuse_gelu() -> type[ModulePass]:
+    from byoc.passes.fuse_gelu import FuseGeluPass
+
+    return FuseGeluPass
+
+
 def _simplify_shapes() -> type[ModulePass]:
     from byoc.passes.simplify_shapes import SimplifyShapesPass
 
@@ -128,6 +134,7 @@ BYOC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "byoc-fold-transposes": _fold_transposes,
     "byoc-fold-batch-norm": _fold_batch_norm,
     "byoc-fold-scale-shift": _fold_scale_shift,
+    "byoc-fuse-gelu": _fuse_gelu,
     "byoc-annotate": _annotate,
     "byoc-merge-regions": _merge_regions,
     "byoc-outline-regions": _outline_regions,

@@ -4,7 +4,8 @@ SimplifyInference, FoldConstant and FoldScaleAxis; onnxruntime's basic
 optimisation level).
 
 The pipeline, each step one linear sweep (docs/architecture.md, "Simplification"):
-fold constants, remove no-ops, collapse reshape/transpose chains, move
+fold constants, remove no-ops, recognise the erf GELU written as five
+elementwise ops (one relay.nn.gelu), collapse reshape/transpose chains, move
 transposes into matrix products' flags, fold batch norms and then per-channel
 multiplications and additions into the conv2d/dense before them, and remove
 the no-ops the folds leave (a scale of 1, a shift of 0).
@@ -22,12 +23,14 @@ from byoc.passes.fold_batch_norm import FoldBatchNormPass
 from byoc.passes.fold_constants import FoldConstantsPass
 from byoc.passes.fold_scale_shift import FoldScaleShiftPass
 from byoc.passes.fold_transposes import FoldTransposesPass
+from byoc.passes.fuse_gelu import FuseGeluPass
 from byoc.passes.remove_noops import RemoveNoopsPass
 from byoc.passes.simplify_shapes import SimplifyShapesPass
 
 PIPELINE: tuple[ModulePass, ...] = (
     FoldConstantsPass(),
     RemoveNoopsPass(),
+    FuseGeluPass(),
     SimplifyShapesPass(),
     FoldTransposesPass(),
     FoldBatchNormPass(),

@@ -348,3 +348,41 @@ def test_command_line_flags(tmp_path):
     off = run("byoc-run", str(path), "--check", "--no-simplify")
     assert "host: 0 op(s)" in on and "host: 1 op(s)" in off
     assert "matches onnxruntime" in on and "matches onnxruntime" in off
+
+
+# --- GELU ------------------------------------------------------------------------------
+
+
+def test_erf_gelu_becomes_one_op():
+    """The erf GELU of a BERT feed-forward layer, as torch.onnx writes it, and
+    the (x * 0.5) * (1 + erf(x * 1/sqrt2)) order."""
+    inits = {
+        "w": weight(9, 13),
+        "b": normal(13),
+        "sqrt2": np.array(np.sqrt(2.0), np.float32),
+        "rsqrt2": np.array([1 / np.sqrt(2.0)], np.float32),
+        "one": np.array(1.0, np.float32),
+        "half": np.array(0.5, np.float32),
+    }
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["mm"]),
+        helper.make_node("Add", ["mm", "b"], ["h"]),
+        helper.make_node("Div", ["h", "sqrt2"], ["d"]),
+        helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["s"]),
+        helper.make_node("Mul", ["h", "s"], ["p"]),
+        helper.make_node("Mul", ["p", "half"], ["y"]),
+        helper.make_node("Mul", ["rsqrt2", "x2"], ["d2"]),
+        helper.make_node("Erf", ["d2"], ["e2"]),
+        helper.make_node("Add", ["one", "e2"], ["s2"]),
+        helper.make_node("Mul", ["x2", "half"], ["h2"]),
+        helper.make_node("Mul", ["h2", "s2"], ["y2"]),
+    ]
+    proto = model(nodes, [("x", [1, 7, 9]), ("x2", [4, 33])], ["y", "y2"], inits)
+    feeds = [normal(1, 7, 9) * 2, normal(4, 33) * 3]
+    want, simplified = check_simplified(proto, feeds)
+    ops = ops_of(simplified)
+    assert ops["relay.nn.gelu"] == 2
+    assert ops["relay.erf"] == ops["relay.multiply"] == ops["relay.divide"] == 0
+    assert ops["relay.nn.dense"] == 1 and ops["relay.nn.bias_add"] == 1
+    check_compiled(proto, feeds, want, ["cblas", "ccompiler"])
