@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
 from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 from importlib.metadata import entry_points
 
 from byoc.backends.errors import BackendError, origin, register_origin
@@ -40,7 +42,10 @@ __all__ = [
     "kernels_of",
     "op_view",
     "origin_of",
+    "backend_fingerprint",
     "parse_targets",
+    "resolve_targets",
+    "target_items",
 ]
 
 ENTRY_POINT_GROUP = "byoc.backends"
@@ -156,6 +161,15 @@ def parse_targets(
 ) -> list[Backend]:
     """Backends in priority order from `"a,b"`, or a list of names and `Backend`
     objects (a backend tried before it is packaged); checks each one."""
+    return resolve_targets(target_items(targets))
+
+
+def target_items(
+    targets: str | Backend | Sequence[str | Backend] | None,
+) -> list[str | Backend]:
+    """The targets in priority order: installed backends by name, checked
+    against the entry points without loading them (a cached compile never
+    needs their code), and `Backend` objects, checked."""
     if targets is None:
         return []
     if isinstance(targets, Backend):
@@ -171,22 +185,51 @@ def parse_targets(
             f"too), not a {type(targets).__name__}"
         )
     seen: set[str] = set()
-    backends: list[Backend] = []
+    result: list[str | Backend] = []
     for item in items:
         if isinstance(item, Backend):
             check_backend(item)
-            backend = item
+            name = item.name
         elif isinstance(item, str):
-            if not item.strip():
+            name = item.strip()
+            if not name:
                 continue
-            backend = get_backend(item.strip())
+            if name not in _entry_points():
+                raise ByocError(
+                    f"error: unknown backend '{name}' (available: "
+                    f"{', '.join(available_backends()) or 'none'})"
+                )
         else:
             raise ByocError(
                 f"error: targets must be backend names (strings); got {item!r} "
                 f"({type(item).__name__}); a target may also be a byoc.backends.Backend"
             )
-        if backend.name in seen:
-            raise ByocError(f"error: backend '{backend.name}' is listed twice")
-        seen.add(backend.name)
-        backends.append(backend)
-    return backends
+        if name in seen:
+            raise ByocError(f"error: backend '{name}' is listed twice")
+        seen.add(name)
+        result.append(item if isinstance(item, Backend) else name)
+    return result
+
+
+def resolve_targets(items: Sequence[str | Backend]) -> list[Backend]:
+    """The Backend objects of `target_items`' result, loading the named ones."""
+    return [get_backend(item) if isinstance(item, str) else item for item in items]
+
+
+@cache
+def backend_fingerprint(name: str) -> str:
+    """What identifies the code of installed backend `name`, read without
+    importing it: its entry point and the bytes of the module it names (byoc's
+    own backends are in byoc's fingerprint as well)."""
+    from importlib.util import find_spec
+
+    value = str(getattr(_entry_points()[name], "value", ""))
+    digest = hashlib.sha256(f"{name}\0{value}\0".encode())
+    try:
+        spec = find_spec(value.split(":")[0])
+        origin = spec.origin if spec is not None else None
+        if origin:
+            digest.update(Path(origin).read_bytes())
+    except (ImportError, OSError, ValueError):
+        pass  # loading it reports the problem
+    return f"{name}:{digest.hexdigest()}"

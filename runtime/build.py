@@ -20,7 +20,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr, TensorType
 from xdsl.ir import Attribute, Operation
 
-from byoc.backends import Artifact, Backend, parse_targets
+from byoc.backends import Artifact, Backend
 from byoc.backends.errors import BackendError, blame, run_backend_code
 from byoc.dialects.extern import COMPILER_ATTR, CallOp
 from byoc.frontend.diagnostics import ByocError
@@ -295,15 +295,17 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
         raise ByocError(f"error: fallback must be True or False, not {fallback!r}")
     if simplify not in (True, False):
         raise ByocError(f"error: simplify must be True or False, not {simplify!r}")
-    from byoc.backends import is_registered
+    from byoc.backends import is_registered, resolve_targets, target_items
     from byoc.backends.errors import warn
     from byoc.runtime.cache import cache_key, entry_path, source_digest
     from byoc.runtime.saved import host_cpu, load
     from byoc.runtime.toolchain import compiler, openmp_flags, optimisation_flags
 
     with compile_stages(quiet) as stages, garbage_collector_paused():
-        backends = parse_targets(targets)
-        installed = all(is_registered(b) for b in backends)
+        # Named backends load on a miss only: importing them costs more than a hit.
+        items = target_items(targets)
+        installed = all(isinstance(i, str) or is_registered(i) for i in items)
+        names = [i if isinstance(i, str) else i.name for i in items]
         with stage("cache"):
             build_host = {
                 **host_cpu(),
@@ -316,7 +318,7 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
             if digest and input_shapes:
                 pinned = {str(k): [int(d) for d in v] for k, v in input_shapes.items()}
                 digest += ":input-shapes:" + json.dumps(pinned, sort_keys=True)
-            key = cache_key(digest, backends, build_host) if digest else None
+            key = cache_key(digest, names, build_host) if digest and installed else None
             if not installed:
                 # A backend being developed may change its code under the same
                 # name: its symbols must never be an earlier compile's.
@@ -332,11 +334,12 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
                     for record in model.fallbacks:
                         warn(str(record))  # as the first compile did
         if model is None:
+            backends = resolve_targets(items)
             model = compile_uncached(
                 source, backends, key, entry, input_shapes, fallback, simplify
             )
     model.timings = {**stages.seconds, "total": stages.elapsed}
-    model.origin = (source, tuple(backends), input_shapes, simplify)
+    model.origin = (source, tuple(items), input_shapes, simplify)
     return model
 
 

@@ -14,10 +14,8 @@ its text with the weights elided plus each weight's bytes.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
-import sys
 import tempfile
 import time
 from functools import cache
@@ -27,7 +25,7 @@ from typing import Any
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, DenseResourceAttr, ModuleOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from byoc.backends import Backend
+from byoc.backends import backend_fingerprint
 
 
 @cache
@@ -44,17 +42,6 @@ def byoc_fingerprint() -> str:
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
-
-
-def _backend_fingerprint(backend: Backend) -> str:
-    code = backend.codegen or backend.kernel_codegen
-    module = sys.modules.get(getattr(code, "__module__", ""), None)
-    try:
-        source = inspect.getsourcefile(module) if module else None
-    except TypeError:
-        source = None
-    content = Path(source).read_bytes() if source and Path(source).exists() else b""
-    return f"{backend.name}:{hashlib.sha256(content).hexdigest()}"
 
 
 def module_digest(module: ModuleOp) -> str:
@@ -185,15 +172,16 @@ def source_digest(source: object) -> str | None:
     return None
 
 
-def cache_key(content: str, backends: list[Backend], host: dict[str, Any]) -> str:
-    """The key of a compile of the source with digest `content` for `backends` on `host`."""
+def cache_key(content: str, backends: list[str], host: dict[str, Any]) -> str:
+    """The key of a compile of the source with digest `content` for the installed
+    backends named `backends` on `host` (not loaded: a hit needs none of them)."""
     digest = hashlib.sha256()
     digest.update(content.encode())
     digest.update(
         json.dumps(
             {
                 "byoc": byoc_fingerprint(),
-                "backends": [_backend_fingerprint(b) for b in backends],
+                "backends": [backend_fingerprint(name) for name in backends],
                 "host": host,
             },
             sort_keys=True,

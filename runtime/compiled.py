@@ -282,9 +282,11 @@ class CompiledModule:
                 from byoc.runtime.build import load_source
                 from byoc.runtime.fallback import partition_again
 
-                source, backends, input_shapes, simplify = self.origin
+                from byoc.backends import resolve_targets
+
+                source, targets, input_shapes, simplify = self.origin
                 module = load_source(source, input_shapes)
-                partition_again(module, backends, self.fallbacks, simplify)
+                partition_again(module, resolve_targets(targets), self.fallbacks, simplify)
                 if print_eliding_weights(module) != self.partitioned_ir:
                     raise ByocError(
                         "error: the model's source no longer partitions as it did when "

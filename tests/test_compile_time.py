@@ -4,6 +4,7 @@ translation units compiled concurrently, and the stages of a compile."""
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 import threading
@@ -251,3 +252,28 @@ def test_byoc_run_prints_the_stages(tmp_path):
     for name in ("import", "partition", "codegen ccompiler", "host JIT", "total"):
         assert name in proc.stdout
     assert proc.stderr == ""
+def test_a_cache_hit_loads_no_backend(tmp_path):
+    """Importing a backend's code costs more than a whole cache hit: a hit
+    keys the backends by their entry points' files, without loading them."""
+    path = tmp_path / "m.mlir"
+    path.write_text(str(mixed(8, seed=11)))
+    script = (
+        "import sys, numpy as np, byoc\n"
+        f"model = byoc.compile({str(path)!r}, targets=['cblas', 'ccompiler'])\n"
+        "x = [np.full(8, 0.5, np.float32), np.full(8, -0.25, np.float32)]\n"
+        "print(sorted(model.timings), sorted(m for m in sys.modules if m.startswith('byoc.backends.')))\n"
+        "print(*[float(v.sum()) for v in model(*x)])\n"
+    )
+    env = {**os.environ, "BYOC_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+        for _ in range(2)
+    ]
+    for proc in runs:
+        assert proc.returncode == 0, proc.stderr
+    first, second = (proc.stdout.splitlines() for proc in runs)
+    assert "codegen ccompiler" in first[0] and "byoc.backends.ccompiler" in first[0]
+    assert second[0].startswith("['cache', 'total']")
+    for backend in ("ccompiler", "cblas", "onnxruntime", "ccompiler_int8"):
+        assert f"byoc.backends.{backend}'" not in second[0]
+    assert first[1] == second[1]  # the same results from the entry
