@@ -357,13 +357,17 @@ def _name(function: Operation) -> str:
 
 
 def verify_main(module: ModuleOp, entry: str = "main") -> None:
-    """`@main`, if defined with a body, returns at least one value."""
+    """`@main`, if defined with a body, returns at least one value and ends
+    in `func.return` (an empty body parses, and failed in the lowering
+    without a place)."""
     for op in module.body.block.ops:
         if isinstance(op, func.FuncOp) and op.sym_name.data == entry and op.body.blocks:
             if not op.function_type.outputs.data:
                 raise OpVerifyException(
                     op, f"@{entry} returns nothing; a model must return at least one value"
                 )
+            if not isinstance(op.body.blocks[-1].last_op, func.ReturnOp):
+                raise OpVerifyException(op, f"@{entry} does not end in func.return")
 
 
 # --- Sizes -------------------------------------------------------------------------

@@ -256,9 +256,17 @@ def _verify_error(err: Exception, op: Operation | None, name: str) -> ByocError:
 
 def parse_text(text: str, name: str = "<input>", ctx: Context | None = None) -> ModuleOp:
     """Parse and verify relay-dialect text, raising ByocError on bad input."""
+    parser: SourceParser | None = None
     try:
         # The parser lexes its first token as it is made: a bad one is a ParseError.
-        module = SourceParser(ctx or make_context(), text, name).parse_module()
+        parser = SourceParser(ctx or make_context(), text, name)
+        module = parser.parse_module()
+    except MemoryError:
+        # xDSL materialises a splat `dense<...>` of any size before a verifier sees it.
+        where = name
+        if parser is not None:
+            where = parser._current_token.span.get_location()  # noqa: SLF001
+        raise ByocError(f"{where}: error: out of memory parsing this value (a tensor too large?)") from None
     except ParseError as err:
         raise ByocError(format_parse_error(err)) from None
     verify_module(module, name)

@@ -48,6 +48,18 @@ FOUND = {
         "  %c = relay.constant dense<0.5> : tensor<f32>\n",
         r"model\.mlir:4:3: error: 'relay.constant': is at module level; a model's ops belong in a function",
     ),
+    # An empty @main body: failed in convert-relay-to-loops, naming no place.
+    "empty main": (
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n}\n",
+        r"model\.mlir:1:1: error: 'func.func': @main does not end in func.return",
+    ),
+    # A splat constant of 2^63-1 elements: xDSL materialises it (MemoryError).
+    "huge splat": (
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %b = relay.constant dense<0.0> : tensor<9223372036854775807xf32>\n"
+        "  func.return %x : tensor<4xf32>\n}\n",
+        r"model\.mlir:\d+:\d+: error: out of memory parsing this value",
+    ),
 }
 
 
