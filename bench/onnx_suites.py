@@ -15,12 +15,14 @@ other test with its `test_data_set_*`, at the tolerances the test declares.
     python bench/onnx_suites.py --suite node --filter 'resize|slice'
     python bench/onnx_suites.py --suite light --targets cblas,ccompiler
     python bench/onnx_suites.py --suite node --targets host --jobs 2 --json out.json
+    python bench/onnx_suites.py --report out.json        # its tables again, from the file
 
 Each test runs in a worker process (one per `--jobs`) with a timeout, so a
 crash or a hang costs one test, not the run; compiles go through byoc's
 compile cache, so a second run mostly loads. For the node suite the runner
 also prints the share of passing tests among those whose inputs are float32
-(or int32/int64 index tensors) and whose every op byoc converts
+(or int32/int64 index tensors: Gather's indices, or a shape, axes or pads
+frozen at import) and whose every op byoc converts
 (`byoc.frontend.onnx.SUPPORTED_OPS`), and lists the others of that set with
 their reasons.
 """
@@ -79,6 +81,7 @@ class Result:
     blockers: list[str] = field(default_factory=list)  # op types (or variants) at fault
     ops: list[str] = field(default_factory=list)  # the model's op types
     input_dtypes: list[str] = field(default_factory=list)
+    integer_data: list[str] = field(default_factory=list)  # integer inputs read as data, not indices
     frozen: list[str] = field(default_factory=list)  # graph inputs given their test values
     seconds: float = 0.0
 
@@ -243,6 +246,7 @@ def run_test(test: Test, config: str, targets: list[str]) -> Result:
         result.ops = sorted({n.op_type for n in model.graph.node})
         result.input_dtypes = [a.dtype.name for a in inputs]
         compiled, model, inputs, result.frozen = _compile(model, inputs, targets)
+        result.integer_data = _integer_data(model)
         if isinstance(compiled, str):
             message = compiled
             match = _UNSUPPORTED.search(message)
@@ -268,6 +272,30 @@ def run_test(test: Test, config: str, targets: list[str]) -> Result:
     finally:
         result.seconds = time.perf_counter() - started
     return result
+
+
+INDEX_OPERANDS = {("Gather", 1), ("GatherElements", 1), ("GatherND", 1), ("OneHot", 0)}
+"""(op, input) pairs that read an integer tensor as indices."""
+
+
+def _integer_data(model) -> list[str]:  # noqa: ANN001 - an onnx.ModelProto
+    """The integer graph inputs some node reads as data rather than as indices
+    (after freezing, which turned shape-like inputs into initializers)."""
+    import onnx
+
+    integers = {
+        i.name
+        for i in model.graph.input
+        if i.type.tensor_type.elem_type in (onnx.TensorProto.INT32, onnx.TensorProto.INT64)
+    } - {t.name for t in model.graph.initializer}
+    return sorted(
+        {
+            name
+            for node in model.graph.node
+            for k, name in enumerate(node.input)
+            if name in integers and (node.op_type, k) not in INDEX_OPERANDS
+        }
+    )
 
 
 def _variant(message: str) -> str:
@@ -400,14 +428,16 @@ class Pool:
 
 
 def eligible(result: Result) -> bool:
-    """A node test in the 95% target: float32 (or int32/int64 index) inputs, and
-    every op one byoc converts."""
+    """A node test in the 95% target: float32 inputs, or int32/int64 ones read
+    as indices (Gather's) or frozen as a shape, axes or pads; and every op one
+    byoc converts."""
     from byoc.frontend.onnx import SUPPORTED_OPS
 
     return (
         bool(result.ops)
         and all(op in SUPPORTED_OPS for op in result.ops)
         and all(d in ("float32", "int32", "int64") for d in result.input_dtypes)
+        and not result.integer_data
     )
 
 
@@ -468,7 +498,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="write every result to this file")
     p.add_argument("--verbose", "-v", action="store_true", help="print each result as it arrives")
     p.add_argument("--list", action="store_true", help="list the selected tests and exit")
+    p.add_argument("--report", metavar="JSON", help="print the report of the results --json wrote, run nothing")
     args = p.parse_args(argv)
+
+    if args.report:
+        saved = [Result(**r) for r in json.loads(Path(args.report).read_text())]
+        report(saved, list(dict.fromkeys(r.config for r in saved)))
+        return 0
 
     suites = args.suite or list(SUITES)
     pattern = re.compile(args.filter) if args.filter else None
