@@ -150,6 +150,14 @@ class SourceParser(Parser):
             attr = super().parse_optional_builtin_int_or_float_attr()
         except (OverflowError, ValueError) as err:
             self.raise_error(f"number out of range for its type ({_describe(err)})", start, self.pos)
+        if isinstance(attr, FloatAttr) and attr.type not in FLOAT_MAX:
+            # xDSL parses f80/f128 attributes but cannot print or pack them.
+            self.raise_error(
+                f"float attributes of type {attr.type} are not supported "
+                "(f16, bf16, f32 or f64)",
+                start,
+                self.pos,
+            )
         if isinstance(attr, FloatAttr) and not hexadecimal:
             # A decimal literal must round to a finite value of its type
             # (MLIR: "float literal out of range"); hex spells inf and NaN.
@@ -237,6 +245,13 @@ def verify_module(module: ModuleOp, name: str = "<input>") -> None:
         verify_structure(module, limit, sizes=False)
     except (VerifyException, DiagnosticException) as err:
         raise _verify_error(err, op, name) from None
+    except _VALUE_ERRORS as err:
+        # A verifier of xDSL's tripping on malformed IR: a use of a value
+        # before its definition ("forward declared values") in a loop block.
+        text = str(err)
+        if "Forward declared" in text:
+            text = "a value is used before its definition"
+        raise _verify_error(VerifyException(_describe(Exception(text))), op, name) from None
 
 
 def _verify_error(err: Exception, op: Operation | None, name: str) -> ByocError:
@@ -269,6 +284,13 @@ def parse_text(text: str, name: str = "<input>", ctx: Context | None = None) -> 
         raise ByocError(f"{where}: error: out of memory parsing this value (a tensor too large?)") from None
     except ParseError as err:
         raise ByocError(format_parse_error(err)) from None
+    except _VALUE_ERRORS as err:
+        # xDSL's own errors on malformed IR (a value used before the line that
+        # defines it in a block of loops: "forward declared values...").
+        where = name
+        if parser is not None:
+            where = parser._current_token.span.get_location()  # noqa: SLF001
+        raise ByocError(f"{where}: error: {_describe(err)}") from None
     verify_module(module, name)
     return module
 

@@ -60,6 +60,27 @@ FOUND = {
         "  func.return %x : tensor<4xf32>\n}\n",
         r"model\.mlir:\d+:\d+: error: out of memory parsing this value",
     ),
+    # An f128 attribute: xDSL parses it but cannot print or pack it (traceback).
+    "f128 attribute": (
+        "func.func @main(%t: tensor<10x4xf32>, %ids: tensor<2x3xi64>) -> tensor<2x3x4xf32> {\n"
+        '  %0 = relay.take %t, %ids {axis = 0 : f128, mode = "fast"} : '
+        "(tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>\n"
+        "  func.return %0 : tensor<2x3x4xf32>\n}\n",
+        r"model\.mlir:2:36: error: float attributes of type f128 are not supported",
+    ),
+    # A loop-level value used above its definition: xDSL's verifier raised ValueError.
+    "use before definition": (
+        "func.func @main(%a: memref<4xf32>) {\n"
+        "  %x = memref.load %a[%i] : memref<4xf32>\n"
+        "  %c0 = arith.constant 0 : index\n"
+        "  %c4 = arith.constant 4 : index\n"
+        "  %c1 = arith.constant 1 : index\n"
+        "  scf.for %i = %c0 to %c4 step %c1 {\n"
+        "    memref.store %x, %a[%i] : memref<4xf32>\n"
+        "  }\n"
+        "  func.return\n}\n",
+        r"model\.mlir:\d+:\d+: error: .*(used before its definition|not defined|undefined|dominate)",
+    ),
 }
 
 
