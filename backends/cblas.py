@@ -26,30 +26,28 @@ Vectors. A product with one row (`nn.dense` of a [1, K] input, the usual
 last layer at batch 1) or one column is a matrix-vector product: it calls
 `scipy_cblas_sgemv`, several times faster than sgemm on such shapes.
 
-Threads. When `byoc.runtime.toolchain.openmp_flags()` allows OpenMP, the
+Threads. Unless `$BYOC_PARALLEL=0` (`libbyoc.parallel_code()`), the
 generated C splits every product of at least `PARALLEL_MIN_WORK`
-multiply-adds across cores itself: `#pragma omp parallel for` over chunks,
-each chunk a BLAS call (one per group for a grouped conv2d) on its own block
+multiply-adds across cores itself: a parallel loop on libbyoc's pool
+(`byoc-outline-parallel-loops`) over chunks, each chunk a BLAS call (one per group for a grouped conv2d) on its own block
 of the output followed by the epilogue over that block while it is in that
 core's cache. A conv2d splits the output rows of each image (each thread
 fills only its own columns of the im2col buffer), a dense or matmul the
 larger of the output's columns and rows, a batched product (batch_matmul,
 matmul with `transpose_a`) its batch; large epilogues that run on their own
-get a parallel loop too. The thread count is OpenMP's (`$OMP_NUM_THREADS`,
-default every core), capped so each thread gets at least `MIN_CHUNK` rows or
-columns. Such C also holds a constructor that makes OpenBLAS itself
-single-threaded (`scipy_openblas_set_num_threads(1)`) when the library is
-loaded, so saved models and AOT libraries behave the same without Python:
-OpenBLAS's own threads would otherwise compete for the cores with OpenMP's
-(those of this C and of other backends' C, which spin for a while after each
-parallel loop). With `$BYOC_OPENMP=0` (or a compiler without OpenMP) the C
-has no pragma, no `omp.h` and no constructor: each product is one BLAS call
-at a time, which OpenBLAS may thread itself.
+get a parallel loop too. The thread count is libbyoc's (`libbyoc.set_threads`,
+`$BYOC_NUM_THREADS`, default every core), capped so each chunk gets at least
+`MIN_CHUNK` rows or columns. Such C also holds a constructor that makes
+OpenBLAS itself single-threaded (`scipy_openblas_set_num_threads(1)`) when the
+library is loaded, so saved models and AOT libraries behave the same without
+Python: OpenBLAS's own threads spin after each call and would compete for the
+cores with the pool's. With `$BYOC_PARALLEL=0` the C calls no pool and sets
+no thread count: each product is one BLAS call at a time, which OpenBLAS may
+thread itself.
 
 OpenBLAS threads: OpenBLAS starts as many threads as cores (or
 `$OPENBLAS_NUM_THREADS`); `set_threads(n)` changes it for the process (also
-after an OpenMP module has set it to 1; then each OpenMP thread's call may use
-`n` threads).
+after a module has set it to 1; then each chunk's call may use `n` threads).
 """
 
 from __future__ import annotations
@@ -116,8 +114,8 @@ from byoc.dialects.emitc import (
 )
 from byoc.frontend.diagnostics import ByocError
 from byoc.runtime import libbyoc
-from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_shared, openmp_flags
-from byoc.targets.openmp import PARALLEL_FOR, add_fork_guard
+from byoc.passes.outline_parallel_loops import mark_parallel, outline_parallel_loops
+from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_shared
 
 NAME = "cblas"
 SGEMM = "scipy_cblas_sgemm"
@@ -129,20 +127,20 @@ ALIGNMENT = 64
 """Bytes: the scratch allocation and every buffer in it start on a cache line."""
 
 PARALLEL_MIN_WORK = 2**17
-"""Multiply-adds from which a product is split across OpenMP threads."""
+"""Multiply-adds from which a product is split across threads."""
 
 MIN_CHUNK = 16
-"""Output rows or columns (for conv2d: pixels) each OpenMP thread gets at least."""
+"""Output rows or columns (for conv2d: pixels) each chunk gets at least."""
 
 PARALLEL_MIN_ELEMENTS = 2**16
-"""Elements from which an epilogue running on its own is an OpenMP parallel loop."""
+"""Elements from which an epilogue running on its own is a parallel loop."""
 
 
 ONE_OPENBLAS_THREAD = (
     "__attribute__((constructor)) static void byoc_cblas_one_openblas_thread(void) "
     "{ scipy_openblas_set_num_threads(1); }"
 )
-"""In C that splits work with OpenMP: OpenBLAS must not start threads of its own
+"""In C that splits work across threads: OpenBLAS must not start threads of its own
 inside those threads (`scipy_openblas_set_num_threads` is declared in cblas.h)."""
 
 
@@ -709,7 +707,7 @@ class Builder:
     def __init__(self, block: Block):
         self.block = block
         self.parallel = False
-        """Whether an OpenMP pragma was emitted."""
+        """Whether a loop was marked to run on the pool."""
 
     def add(self, op: Operation) -> Operation:
         self.block.add_op(op)
@@ -790,7 +788,7 @@ class Builder:
     def loop(self, stop: int, start: int = 0, parallel: bool = False) -> Iterator[Index]:
         """`for (int64_t i = start; i < stop; i += 1)`; no loop for one iteration.
 
-        `parallel`: an OpenMP loop (`#pragma omp parallel for`) when there is a loop.
+        `parallel`: a loop on libbyoc's pool (marked `byoc.parallel`) when there is a loop.
         """
         if stop - start == 1:
             yield start
@@ -803,10 +801,11 @@ class Builder:
         """`for (int64_t i = start; i < stop; i += 1)` with bounds known at run time."""
         body = Block(arg_types=[i64])
         bounds = self.index(start), self.index(stop), self.i64(1)
-        if parallel:  # the pragma must be the line right before the `for`
-            self.add(EmitC_VerbatimOp(PARALLEL_FOR))
+        loop = EmitC_ForOp(*bounds, Region(body))
+        if parallel:
+            mark_parallel(loop)
             self.parallel = True
-        self.add(EmitC_ForOp(*bounds, Region(body)))
+        self.add(loop)
         with self.inside(body):
             yield Affine.of(body.args[0])
 
@@ -835,7 +834,7 @@ class Gemm:
     """`C = op(A) op(B)`, row-major: op(A) is m x k, op(B) k x n, C m x n.
 
     `m` and `n` are Affine for a block whose size is known at run time (the
-    chunk of an OpenMP thread).
+    chunk of a thread).
     """
 
     a: Ref
@@ -893,13 +892,13 @@ def _size(index: Index) -> int | None:
 class FunctionEmitter:
     """Builds the `emitc.func` of one outlined function from its plan.
 
-    With `openmp`, products of at least PARALLEL_MIN_WORK multiply-adds are
-    split across OpenMP threads; `uses_openmp` tells whether any was.
+    With `parallel`, products of at least PARALLEL_MIN_WORK multiply-adds are
+    split across threads; `uses_pool` tells whether any was.
     """
 
-    def __init__(self, function: func.FuncOp, openmp: bool = False):
+    def __init__(self, function: func.FuncOp, parallel: bool = False):
         self.function = function
-        self.openmp = openmp
+        self.parallel = parallel
         self.steps = plan_steps(function)
         block = function.body.block
         ret = block.last_op
@@ -1028,7 +1027,7 @@ class FunctionEmitter:
     # -- steps ----------------------------------------------------------------
 
     @property
-    def uses_openmp(self) -> bool:
+    def uses_pool(self) -> bool:
         return self.b.parallel
 
     def _step(self, step: Step, col: Ref | None) -> None:
@@ -1121,9 +1120,10 @@ class FunctionEmitter:
         b.call(callee, operands, attrs)
 
     def threads(self, limit: int) -> SSAValue:
-        """`min(omp_get_max_threads(), limit)`: how many chunks a split makes."""
+        """`min(byoc_rt_num_threads(), limit)`: how many chunks a split makes."""
         b = self.b
-        count = b.call("omp_get_max_threads", [], results=[i32]).results[0]
+        self.uses_libbyoc = True
+        count = b.call("byoc_rt_num_threads", [], results=[i32]).results[0]
         count = b.value(EmitC_CastOp(count, i64))
         cap = b.i64(limit)
         over = b.value(EmitC_CmpOp("gt", count, cap))
@@ -1131,7 +1131,7 @@ class FunctionEmitter:
 
     @contextmanager
     def chunks(self, threads: SSAValue, size: int) -> Iterator[tuple[Affine, Affine]]:
-        """An OpenMP loop over `threads` chunks of [0, size); yields chunk t's bounds,
+        """A parallel loop over `threads` chunks of [0, size); yields chunk t's bounds,
         [t * size / threads, (t + 1) * size / threads)."""
         b = self.b
         with b.span(0, Affine.of(threads), parallel=True) as t:
@@ -1148,13 +1148,13 @@ class FunctionEmitter:
     ) -> bool:
         """`C = op(A) op(B)`, `batch` times with the given element strides.
 
-        With OpenMP and enough work, a batch is an OpenMP loop, and a single
+        With `parallel` and enough work, a batch is a parallel loop, and a single
         product is split into chunks of its longer side, each followed by
         `epilogue` on its block. Returns whether `epilogue` was applied.
         """
         m, n = _size(g.m), _size(g.n)
         assert m is not None and n is not None
-        if self.openmp and batch * m * n * g.k >= PARALLEL_MIN_WORK:
+        if self.parallel and batch * m * n * g.k >= PARALLEL_MIN_WORK:
             if batch >= 2:
                 with self.b.loop(batch, parallel=True) as i:
                     self.blas(g.shifted(i, strides))
@@ -1271,7 +1271,7 @@ class FunctionEmitter:
     def _conv2d(self, op: relay.Conv2dOp, out: Ref, col: Ref | None, epilogue: Epilogue) -> None:
         """Per image: im2col (unless 1x1 direct), one sgemm per group, the epilogue.
 
-        With OpenMP and enough work per image, the output rows of each image
+        With `parallel` and enough work per image, the output rows of each image
         are split across threads: each fills its columns of the im2col
         buffer, multiplies them and applies the epilogue to them.
         """
@@ -1287,7 +1287,7 @@ class FunctionEmitter:
         per_image = epilogue.bias is None or epilogue.axis >= 1
         image_epilogue = Epilogue(epilogue.bias, max(epilogue.axis - 1, 0), epilogue.relu)
         limit = min(oh, ohw // MIN_CHUNK)
-        split = self.openmp and out_channels * ohw * kg >= PARALLEL_MIN_WORK and limit >= 2
+        split = self.parallel and out_channels * ohw * kg >= PARALLEL_MIN_WORK and limit >= 2
         threads = self.threads(limit) if split else None
         with self.b.loop(n_images) as n:
             image = x.at(n * (channels * h * w))
@@ -1338,7 +1338,7 @@ class FunctionEmitter:
         """`col[(c, i, j), (y, x)] = image[c, y*sh + i*dh - top, x*sw + j*dw - left]`, 0 outside.
 
         Only the output rows y in `rows` (all by default) when given: the
-        columns of one OpenMP thread, in the same [C*KH*KW, OH*OW] layout.
+        columns of one chunk, in the same [C*KH*KW, OH*OW] layout.
 
         The columns x where a kernel column j reads inside the image are
         known at codegen time, so j is unrolled and each row is a zero
@@ -1400,7 +1400,7 @@ class FunctionEmitter:
     def epilogue(self, src: Ref, dst: Ref, shape: Sequence[int], epilogue: Epilogue) -> None:
         """One pass over `shape`: `dst = relu(src + bias)` (bias and relu as planned).
 
-        With OpenMP, a pass over at least PARALLEL_MIN_ELEMENTS is an OpenMP
+        With `parallel`, a pass over at least PARALLEL_MIN_ELEMENTS is a parallel
         loop over its outermost axis.
         """
         if not epilogue:
@@ -1415,7 +1415,7 @@ class FunctionEmitter:
         else:
             outer, channels, inner = 1, 1, math.prod(shape)
             bias = None
-        parallel = self.openmp and math.prod(shape) >= PARALLEL_MIN_ELEMENTS
+        parallel = self.parallel and math.prod(shape) >= PARALLEL_MIN_ELEMENTS
         with (
             b.loop(outer, parallel=parallel) as o,
             b.loop(channels, parallel=parallel and outer == 1) as c,
@@ -1468,17 +1468,13 @@ class FunctionEmitter:
 # ---------------------------------------------------------------------------
 
 
-def emitc_module(functions: ModuleOp, openmp: bool | None = None) -> ModuleOp:
+def emitc_module(functions: ModuleOp, parallel: bool | None = None) -> ModuleOp:
     """The emitc module of a module of outlined functions (verified).
 
-    `openmp` (default: whether `openmp_flags()` allows it) lets large products
-    be split across OpenMP threads.
+    `parallel` (default: `libbyoc.parallel_code()`) lets large products be
+    split across libbyoc's pool of threads.
     """
-    return _emitc_module(functions, _openmp() if openmp is None else openmp).module
-
-
-def _openmp() -> bool:
-    return bool(openmp_flags())
+    return _emitc_module(functions, libbyoc.parallel_code() if parallel is None else parallel).module
 
 
 @dataclass(frozen=True)
@@ -1486,55 +1482,53 @@ class Generated:
     """The emitc module of a cblas library and what its C needs."""
 
     module: ModuleOp
-    openmp: bool
-    """Whether the C splits work with OpenMP."""
+    parallel: bool
+    """Whether the C splits work across libbyoc's pool."""
     libbyoc: bool
     """Whether the C calls libbyoc (includes byoc_runtime.h)."""
 
 
-def _emitc_module(functions: ModuleOp, openmp: bool) -> Generated:
+def _emitc_module(functions: ModuleOp, parallel: bool) -> Generated:
     ops: list[Operation] = []
-    parallel = False
+    pool = False
     runtime = False
     for function in functions.ops:
         if isinstance(function, func.FuncOp):
-            emitter = FunctionEmitter(function, openmp)
+            emitter = FunctionEmitter(function, parallel)
             kernel = emitter.emit()
             ops += [*emitter.globals, kernel]
-            parallel = parallel or emitter.uses_openmp
-            runtime = runtime or emitter.uses_libbyoc
+            pool = pool or emitter.uses_pool
+            runtime = runtime or emitter.uses_libbyoc or emitter.uses_pool
     head: list[Operation] = [EmitC_IncludeOp("cblas.h")]
     if runtime:
         head.append(EmitC_IncludeOp(libbyoc.HEADER, is_standard_include=False))
-    if parallel:
-        head += [EmitC_IncludeOp("omp.h"), EmitC_VerbatimOp(ONE_OPENBLAS_THREAD)]
+    if pool:
+        head.append(EmitC_VerbatimOp(ONE_OPENBLAS_THREAD))
     module = ModuleOp([*head, *ops])
-    add_fork_guard(module)
+    outline_parallel_loops(module)
     module.verify()
-    return Generated(module, parallel, runtime)
+    return Generated(module, pool, runtime)
 
 
 def generate_c(functions: ModuleOp) -> str:
     """C source for a module of outlined relay functions."""
     from byoc.targets.c import emit_c
 
-    return emit_c(_emitc_module(functions, _openmp()).module)
+    return emit_c(_emitc_module(functions, libbyoc.parallel_code()).module)
 
 
 def codegen(functions: ModuleOp) -> Artifact:
     """Generate C calling sgemm (and libbyoc) and compile it against the wheel's OpenBLAS.
 
-    C that splits work with OpenMP is compiled and linked with `openmp_flags()`,
-    which the artifact's flags carry for the AOT exporter. C calling libbyoc
-    includes its header, and lists libbyoc first among the libraries.
+    C calling libbyoc (its kernels or its pool of threads) includes its header
+    and lists libbyoc first among the libraries; the artifact's flags carry
+    both for the AOT exporter.
     """
     from byoc.targets.c import emit_c
 
     library = openblas()
-    openmp = openmp_flags()
-    generated = _emitc_module(functions, bool(openmp))
+    generated = _emitc_module(functions, libbyoc.parallel_code())
     source = emit_c(generated.module)
-    omp = openmp if generated.openmp else ()
     runtime = libbyoc.compile_flags() if generated.libbyoc else ()
     runtime_libraries = [libbyoc.library()] if generated.libbyoc else []
     runtime_links = libbyoc.link_flags() if generated.libbyoc else ()
@@ -1545,12 +1539,10 @@ def codegen(functions: ModuleOp) -> Artifact:
         sources={"cblas.c": source},
         libraries=[
             *runtime_libraries,
-            compile_shared(
-                source, (*library.flags, *omp, *runtime), (*omp, *library.libraries)
-            ),
+            compile_shared(source, (*library.flags, *runtime), library.libraries),
         ],
-        c_flags=[f"-I{library.include_dir}", *omp, *runtime],
-        link_flags=[*omp, *library.link_flags, *runtime_links],
+        c_flags=[f"-I{library.include_dir}", *runtime],
+        link_flags=[*library.link_flags, *runtime_links],
         vendor_libraries=[*runtime_libraries, library.shared_object],
     )
 

@@ -12,9 +12,12 @@ Quantized conv2d and dense run on int8 kernels with their bias, requantize
 and fused relu in the same pass (backends/ccompiler_int8.py).
 
 Loops worth it run across cores: `byoc-mark-parallel-loops` marks the
-outermost independent loops with enough work and they are printed with
-`#pragma omp parallel for` (threads: `$OMP_NUM_THREADS`; `$BYOC_OPENMP=0`
-keeps everything sequential).
+outermost independent loops with enough work and `byoc-outline-parallel-loops`
+runs them on libbyoc's pool of threads, the one every kernel of the process
+shares (threads: `byoc.runtime.libbyoc.set_threads`, `$BYOC_NUM_THREADS`;
+`$BYOC_PARALLEL=0` keeps everything sequential). Not OpenMP: its loops end in
+a barrier that waits for threads a busy machine has not scheduled, and its
+idle threads spin against the pool's (docs/architecture.md, "The C runtime").
 
 Compile time stays linear in the model: functions of more than `MAX_OPS` ops
 are split into `noinline` parts (identical parts merged), and the functions
@@ -30,6 +33,7 @@ from xdsl.ir import Attribute, Operation
 from byoc.backends.ccompiler_int8 import outline_int8_kernels
 from byoc.backends.spec import Artifact, Backend, Composite
 from byoc.dialects import make_context, relay
+from byoc.dialects.emitc import EmitC_IncludeOp
 from byoc.passes.dedup_functions import dedup_functions
 from byoc.passes.split_functions import (
     MAX_OPS,
@@ -37,9 +41,10 @@ from byoc.passes.split_functions import (
     split_functions,
     translation_units,
 )
-from byoc.runtime.toolchain import DEFAULT_FLAGS, LibraryBuild, openmp_flags
+from byoc.passes.outline_parallel_loops import RUNTIME_HEADER, outline_parallel_loops
+from byoc.runtime import libbyoc
+from byoc.runtime.toolchain import DEFAULT_FLAGS, LibraryBuild
 from byoc.targets.c import emit_c
-from byoc.targets.openmp import uses_openmp
 
 TRANSCENDENTAL = frozenset(
     {
@@ -121,10 +126,18 @@ def emitc_module(functions: ModuleOp, copy: bool = True) -> ModuleOp:
     module = functions.clone() if copy else functions
     outline_int8_kernels(module)
     ConvertRelayToLoopsPass().apply(ctx, module)
-    if openmp_flags():
+    if libbyoc.parallel_code():
         MarkParallelLoopsPass().apply(ctx, module)
     ConvertLoopsToEmitCPass().apply(ctx, module)
+    outline_parallel_loops(module)
     return module
+
+
+def _uses_libbyoc(module: ModuleOp) -> bool:
+    return any(
+        isinstance(op, EmitC_IncludeOp) and op.include.data == RUNTIME_HEADER
+        for op in module.ops
+    )
 
 
 def generate_c(functions: ModuleOp) -> str:
@@ -134,28 +147,33 @@ def generate_c(functions: ModuleOp) -> str:
 
 def codegen(functions: ModuleOp) -> Artifact:
     """Generate C for the outlined functions and compile it to a shared object
-    (with OpenMP only when some loop of it is parallel), one translation unit
+    (linked with libbyoc when some loop of it is parallel), one translation unit
     compiling while the next is generated."""
     symbols = [op.sym_name.data for op in functions.ops]  # type: ignore[attr-defined]
     units = translation_units(bounded(functions), UNIT_OPS)
     build = LibraryBuild()
     sources: dict[str, str] = {}
-    openmp: tuple[str, ...] = ()
+    runtime = False
     for index, unit in enumerate(units):
         module = emitc_module(unit, copy=False)
         source = emit_c(module)
-        flags = openmp_flags() if uses_openmp(module) else ()
-        openmp = openmp or flags
-        build.add(source, (*DEFAULT_FLAGS, *flags))
+        uses = _uses_libbyoc(module)
+        runtime = runtime or uses
+        build.add(source, (*DEFAULT_FLAGS, *(libbyoc.compile_flags() if uses else ())))
         sources["ccompiler.c" if len(units) == 1 else f"ccompiler_{index}.c"] = source
-    library = build.link((*openmp, "-lm"))
+    # libbyoc's symbols stay undefined: the JIT and byoc.load load libbyoc
+    # (listed first) with global symbols before the code calling it.
+    library = build.link(("-lm",))
+    if not runtime:
+        return Artifact(backend="ccompiler", symbols=symbols, sources=sources, libraries=[library])
     return Artifact(
         backend="ccompiler",
         symbols=symbols,
         sources=sources,
-        libraries=[library],
-        c_flags=list(openmp),
-        link_flags=list(openmp),
+        libraries=[libbyoc.library(), library],
+        c_flags=list(libbyoc.compile_flags()),
+        link_flags=list(libbyoc.link_flags()),
+        vendor_libraries=[libbyoc.library()],
     )
 
 

@@ -26,7 +26,7 @@ for the C compiler's vectoriser:
 
 conv2d (one group, NCHW) copies each image's input windows into a `[pixels,
 C * KH * KW]` buffer (padding holds the input zero point) and runs the same
-kernel on it. The block loop over rows runs across cores (OpenMP) when there is
+kernel on it. The block loop over rows runs across cores (libbyoc's pool) when there is
 enough work. Other quantized ops, and chains that do not fit (grouped
 convolutions, unsigned weights), use the generic lowering.
 """

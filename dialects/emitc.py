@@ -1324,7 +1324,9 @@ class EmitC_ForOp(IRDLOperation):
         lb, ub, step = (parser.resolve_operand(v, iv_type) for v in (lb, ub, step))
         body = parser.parse_region((unresolved_iv.resolve(iv_type),))
         op = cls(lb, ub, step, body)
-        op.attributes |= parser.parse_optional_attr_dict_with_keyword() or {}
+        extra = parser.parse_optional_attr_dict_with_keyword()
+        if extra is not None:  # a DictionaryAttr
+            op.attributes |= extra.data
         for trait in op.get_traits_of_type(SingleBlockImplicitTerminator):
             ensure_terminator(op, trait)
         return op
@@ -1392,7 +1394,9 @@ class EmitC_IfOp(IRDLOperation):
         if parser.parse_optional_keyword("else") is not None:
             else_region = _ensure_yield_terminated(parser.parse_region())
         op = cls(condition, then_region, else_region)
-        op.attributes |= parser.parse_optional_attr_dict_with_keyword() or {}
+        extra = parser.parse_optional_attr_dict_with_keyword()
+        if extra is not None:  # a DictionaryAttr
+            op.attributes |= extra.data
         return op
 
     def print(self, printer: Printer) -> None:

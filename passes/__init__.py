@@ -53,6 +53,12 @@ def _loops_to_emitc() -> type[ModulePass]:
     return ConvertLoopsToEmitCPass
 
 
+def _outline_parallel_loops() -> type[ModulePass]:
+    from byoc.passes.outline_parallel_loops import OutlineParallelLoopsPass
+
+    return OutlineParallelLoopsPass
+
+
 def _loops_to_llvm() -> type[ModulePass]:
     from byoc.passes.convert_loops_to_llvm import ConvertLoopsToLLVMPass
 
@@ -144,6 +150,7 @@ BYOC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-relay-to-loops": _relay_to_loops,
     "byoc-mark-parallel-loops": _mark_parallel_loops,
     "convert-loops-to-emitc": _loops_to_emitc,
+    "byoc-outline-parallel-loops": _outline_parallel_loops,
     "convert-loops-to-llvm": _loops_to_llvm,
     "byoc-weights-to-blob": _weights_to_blob,
 }

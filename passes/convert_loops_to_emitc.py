@@ -17,8 +17,8 @@ The C it describes:
   `symbol_prefix` prepended to their symbol (calls follow); declarations keep theirs,
   as they name symbols defined elsewhere. Functions that are not outlined kernels
   (no `extern.compiler`) but are called in the module are `static` helpers.
-- A `scf.for` marked `byoc.parallel` is preceded by `#pragma omp parallel for`
-  (with the fork guard of `byoc.targets.openmp`).
+- A `scf.for` marked `byoc.parallel` becomes an `emitc.for` with the same mark:
+  `byoc-outline-parallel-loops` runs such loops on libbyoc's pool.
 - `arith.maximumf`/`minimumf` propagate NaN and order -0 below +0, like LLVM's
   `maximum`/`minimum`; math ops call the `<math.h>` functions of their type.
 """
@@ -69,7 +69,6 @@ from xdsl.utils.exceptions import PassFailedException
 from byoc.backends.spec import ALLOCATION_FAILED
 from byoc.passes.split_functions import NO_INLINE
 from byoc.passes.parallel_loops import PARALLEL_ATTR
-from byoc.targets.openmp import PARALLEL_FOR, add_fork_guard
 from byoc.dialects.emitc import (
     CONST_ATTR,
     NOINLINE,
@@ -307,7 +306,9 @@ class ReturnLowering(RewritePattern):
 
 class ForLowering(RewritePattern):
     """Lowers `scf.for` without iter_args to `emitc.for` over `int64_t`; a loop
-    marked `byoc.parallel` gets `#pragma omp parallel for` (compile with -fopenmp)."""
+    marked `byoc.parallel` keeps the mark, which `byoc-outline-parallel-loops`
+    turns into a parallel loop on libbyoc's pool (printed as is, it runs on one
+    thread)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: scf.ForOp, rewriter: PatternRewriter):
@@ -316,9 +317,10 @@ class ForLowering(RewritePattern):
         iv = op.body.block.args[0]
         rewriter.replace_value_with_new_type(iv, convert_type(iv.type, op))
         body = rewriter.move_region_contents_to_new_regions(op.body)
+        loop = EmitC_ForOp(op.lb, op.ub, op.step, body)
         if PARALLEL_ATTR in op.attributes:
-            rewriter.insert(EmitC_VerbatimOp(PARALLEL_FOR))
-        rewriter.replace(op, EmitC_ForOp(op.lb, op.ub, op.step, body), [])
+            loop.attributes[PARALLEL_ATTR] = UnitAttr()
+        rewriter.replace(op, loop, [])
 
 
 class IfLowering(RewritePattern):
@@ -961,7 +963,6 @@ class ConvertLoopsToEmitCPass(ModulePass):
             MemRefCastElimination(), apply_recursively=False
         ).rewrite_module(op)
         add_minmax_helpers(op)
-        add_fork_guard(op)
         _check_lowered(op)
         # C needs a prototype before a call; declare every called function up front.
         prototypes = [

@@ -299,6 +299,7 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
     from byoc.backends.errors import warn
     from byoc.runtime.cache import cache_key, entry_path, source_digest
     from byoc.runtime.saved import host_cpu, load
+    from byoc.runtime.libbyoc import parallel_code
     from byoc.runtime.toolchain import compiler, openmp_flags, optimisation_flags
 
     with compile_stages(quiet) as stages, garbage_collector_paused():
@@ -313,6 +314,7 @@ def compile(  # noqa: A001 - the public name, as in `byoc.compile`
                 "cflags": " ".join((*optimisation_flags(), *openmp_flags())),
                 "fallback": fallback,
                 "simplify": simplify,
+                "parallel": str(parallel_code()),
             }
             digest = source_digest(source)
             if digest and input_shapes:

@@ -11,7 +11,9 @@ carry it and load it first) and in `Artifact.vendor_libraries` with
 `link_flags()` (an exported library links it and ships a copy beside itself).
 
 Threads: `set_threads(n)` for the process (default `$BYOC_NUM_THREADS`, else
-`$OMP_NUM_THREADS`, else every core the process may use).
+`$OMP_NUM_THREADS`, else every core the process may use). Backends split work
+across the pool unless `$BYOC_PARALLEL` is `0` (`parallel_code()`): then their
+C is sequential and calls no pool.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ SOURCES = ("threads.c", "scratch.c", "conv2d.c", "depthwise.c")
 FLAGS = ("-std=c11", "-fPIC", "-Wall", "-Wextra", "-Werror", "-pthread", "-ffp-contract=fast")
 """Besides `optimisation_flags()`. The kernels' `a += w * x` must become fused
 multiply-adds (C11 mode forbids contracting them by default)."""
+
+
+def parallel_code() -> bool:
+    """Whether backends generate C that splits loops across libbyoc's pool
+    (`$BYOC_PARALLEL`, default on)."""
+    return os.environ.get("BYOC_PARALLEL", "1").strip().lower() not in ("0", "off", "no", "false")
 
 
 def include_dir() -> Path:

@@ -103,6 +103,23 @@ def with_openmp(
     return (*flags, *openmp), (*openmp, *libraries)
 
 
+def with_libbyoc(
+    source: str, flags: tuple[str, ...], libraries: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`flags` and `libraries` plus libbyoc's when `source` includes its header
+    and they lack it: C from `generate_c` compiles as given, and the library
+    names libbyoc (found through its run-time path), so it loads by itself.
+    Backends that ship their C (AOT) list libbyoc in their artifact instead."""
+    from byoc.runtime import libbyoc
+
+    if f'"{libbyoc.HEADER}"' not in source or any(f.startswith("-DBYOC_RT_BUILD") for f in flags):
+        return flags, libraries
+    directory = libbyoc.library().parent
+    return (*flags, *libbyoc.compile_flags()), (
+        *libraries, *libbyoc.link_flags(), f"-Wl,-rpath,{directory}"
+    )
+
+
 def compiler() -> str:
     """The C compiler: `$CC`, else `cc`."""
     return os.environ.get("CC", "cc")
@@ -145,10 +162,12 @@ def compile_shared(
 
     The default optimisation flags in `flags` are replaced by
     `$BYOC_CFLAGS` when it is set; the warning flags always stay. A source
-    with `#pragma omp` is compiled and linked with `openmp_flags()`.
+    with `#pragma omp` is compiled and linked with `openmp_flags()`, one that
+    includes `byoc_runtime.h` (parallel loops of byoc's lowering) with libbyoc.
     """
     cc = compiler()
     flags, libraries = with_openmp(source, flags, libraries)
+    flags, libraries = with_libbyoc(source, flags, libraries)
     flags = _effective_flags(flags)
     key = hashlib.sha256(
         "\0".join(

@@ -49,10 +49,11 @@ def check(
 
 
 def sequential_c(module: ModuleOp) -> str:
-    """The C cblas makes for the one function the partitioner outlines, without OpenMP."""
+    """The C cblas makes for the one function the partitioner outlines, with no
+    parallel loop."""
     from byoc.targets.c import emit_c
 
-    return emit_c(cblas.emitc_module(ModuleOp([_outlined(module)]), openmp=False))
+    return emit_c(cblas.emitc_module(ModuleOp([_outlined(module)]), parallel=False))
 
 
 def on_cblas(model: byoc.CompiledModule, *op_names: str) -> None:
@@ -674,20 +675,16 @@ def test_one_row_conv_output_is_sgemv():
 
 
 # ---------------------------------------------------------------------------
-# OpenMP: large products split across threads
+# Large products split across libbyoc's pool of threads
 # ---------------------------------------------------------------------------
 
-from byoc.targets.openmp import PARALLEL_FOR as PRAGMA  # noqa: E402
+POOL = "byoc_rt_parallel_for("
 
 
 @pytest.fixture
-def openmp(monkeypatch):
-    """OpenMP on for this test (whatever $BYOC_OPENMP says), if the compiler has it."""
-    from byoc.runtime.toolchain import openmp_flags
-
-    monkeypatch.setenv("BYOC_OPENMP", "1")
-    if not openmp_flags():
-        pytest.skip("the C compiler cannot build OpenMP code")
+def parallel(monkeypatch):
+    """Parallel code on for this test (whatever $BYOC_PARALLEL says)."""
+    monkeypatch.setenv("BYOC_PARALLEL", "1")
 
 
 def conv_bias_relu(data, out_channels, kernel=3, stride=1, padding=1, groups=1, axis=1):
@@ -737,13 +734,13 @@ SPLIT = {
     "sgemv_rows": lambda: dense_module(("bias", "relu"), data=(1, 2048), units=1000),
     "sgemv_columns": lambda: build([(1, 1024), (1024, 999)], _matmul()),
     "sgemv_one_unit": lambda: dense_module(("bias",), data=(4096, 64), units=1),
-    # batches: an OpenMP loop over the batch.
+    # batches: a parallel loop over the batch.
     "batch_matmul": lambda: build([(4, 64, 96), (4, 80, 96)], _batch_matmul(tb=True)),
     "batch_matmul_transposed": lambda: build([(3, 96, 64), (3, 96, 80)], _batch_matmul(ta=True)),
     "batch_matmul_shared_x": lambda: build([(1, 64, 96), (4, 80, 96)], _batch_matmul(tb=True)),
     "batch_matmul_shared_y": lambda: build([(4, 64, 96), (1, 80, 96)], _batch_matmul(tb=True)),
     "matmul_batched_transposed_a": lambda: build([(4, 96, 64), (96, 80)], _matmul(ta=True)),
-    # bias_add + relu of a returned product: a pass of its own, an OpenMP loop.
+    # bias_add + relu of a returned product: a pass of its own, a parallel loop.
     "standalone_epilogue": lambda: hand_annotated(
         build(
             [(256, 64), (512, 64), (512,)],
@@ -757,26 +754,22 @@ SPLIT = {
 
 
 @pytest.mark.parametrize("name", sorted(SPLIT))
-def test_large_products_are_split_across_threads(openmp, name):
+def test_large_products_are_split_across_threads(parallel, name):
     module = SPLIT[name]()
     model = check(module)
     source = model.c_source
-    assert PRAGMA in source
-    assert "#include <omp.h>" in source
+    assert POOL in source
+    assert '#include "byoc_runtime.h"' in source
     assert "scipy_openblas_set_num_threads(1);" in source
-    # The pragma is the line right before its loop.
-    lines = source.splitlines()
-    for i, line in enumerate(lines):
-        if line.strip() == PRAGMA:
-            assert lines[i + 1].strip().startswith("for (int64_t ")
-    # Without OpenMP: the same products, sequential.
+    # Sequential: the same products, no pool.
     sequential = sequential_c(module)
-    assert "omp" not in sequential and "constructor" not in sequential
+    assert "byoc_rt_" not in sequential and "constructor" not in sequential
 
 
-def test_split_conv_fills_and_multiplies_its_own_rows(openmp):
+def test_split_conv_fills_and_multiplies_its_own_rows(parallel):
     source = check(conv_bias_relu((2, 32, 7, 7), 64)).c_source
     # At most 7 * 7 / MIN_CHUNK = 3 threads; chunk t is rows [t*7/nt, (t+1)*7/nt).
+    assert "= byoc_rt_num_threads();" in source
     assert re.search(r"int64_t (v\d+) = \(v\d+ > 3\) \? 3 : v\d+;", source)
     assert re.search(r"int64_t v\d+ = \(v\d+ \* 7\) / v\d+;", source)
     assert re.search(r"int64_t v\d+ = \(\(v\d+ \* 7\) \+ 7\) / v\d+;", source)
@@ -787,36 +780,38 @@ def test_split_conv_fills_and_multiplies_its_own_rows(openmp):
     assert args[0].startswith("(int32_t) (") and args[1] == "288"
     assert args[4] == "288" and args[6] == "49" and args[-1] == "49"
     # The image loop stays sequential: one parallel loop, inside it.
-    assert source.count(PRAGMA) == 1
-    assert source.index("for (int64_t") < source.index(PRAGMA)
+    assert source.count(POOL) == 1
+    main = source[source.index("int32_t byoc_"):]
+    assert main.index("for (int64_t") < main.index(POOL)
 
 
-def test_small_products_stay_sequential_without_openmp_code(openmp):
+def test_small_products_stay_sequential_without_pool_code(parallel):
     for module in (dense_module(("bias", "relu")), conv_module("3x3_same", ("bias", "relu"))):
         source = check(module).c_source
-        assert "omp" not in source and "constructor" not in source
-        # The same C as without OpenMP (but for the symbol, prefixed in a compiled model).
+        assert POOL not in source and "constructor" not in source
+        # The same C as with no parallel loop (but for the symbol, prefixed in a compiled model).
         assert re.sub(r"byoc_[0-9a-f]+_", "", source) == sequential_c(module)
 
 
-def test_generated_c_is_the_compiled_c_and_carries_the_openmp_flags(openmp, monkeypatch):
-    from byoc.runtime.toolchain import openmp_flags
+def test_generated_c_is_the_compiled_c_and_carries_libbyoc(parallel, monkeypatch):
+    from byoc.runtime import libbyoc
 
     functions = ModuleOp([_outlined(SPLIT["dense_columns"]())])
     artifact = cblas.codegen(functions.clone())
     assert artifact.sources["cblas.c"] == cblas.generate_c(functions.clone())
-    assert PRAGMA in artifact.sources["cblas.c"]
-    for flag in openmp_flags():
-        assert flag in artifact.c_flags and flag in artifact.link_flags
-    monkeypatch.setenv("BYOC_OPENMP", "0")
+    assert POOL in artifact.sources["cblas.c"]
+    for flag in libbyoc.link_flags():
+        assert flag in artifact.link_flags
+    assert artifact.libraries[0] == libbyoc.library() == artifact.vendor_libraries[0]
+    monkeypatch.setenv("BYOC_PARALLEL", "0")
     artifact = cblas.codegen(functions.clone())
     source = artifact.sources["cblas.c"]
     assert source == cblas.generate_c(functions.clone())
-    assert "omp" not in source and "constructor" not in source
-    assert "-fopenmp" not in artifact.c_flags + artifact.link_flags
+    assert "byoc_rt_" not in source and "constructor" not in source
+    assert libbyoc.library() not in artifact.libraries
 
 
-def test_translate_emits_openmp_only_when_allowed(openmp, tmp_path):
+def test_translate_emits_parallel_loops_only_when_allowed(parallel, tmp_path):
     import os
     import subprocess
     import sys
@@ -827,15 +822,15 @@ def test_translate_emits_openmp_only_when_allowed(openmp, tmp_path):
     translate = Path(sys.executable).parent / "byoc-translate"
     sources = {}
     for flag in ("1", "0"):
-        env = {**os.environ, "BYOC_OPENMP": flag, "BYOC_CACHE_DIR": str(tmp_path / "cache")}
+        env = {**os.environ, "BYOC_PARALLEL": flag, "BYOC_CACHE_DIR": str(tmp_path / "cache")}
         proc = subprocess.run(
             [str(translate), str(path), "--emit-c", "--annotate=cblas"],
             capture_output=True, text=True, env=env,
         )
         assert proc.returncode == 0, proc.stderr
         sources[flag] = proc.stdout
-    assert PRAGMA in sources["1"] and "#include <omp.h>" in sources["1"]
-    assert "omp" not in sources["0"] and "constructor" not in sources["0"]
+    assert POOL in sources["1"]
+    assert "byoc_rt_" not in sources["0"] and "constructor" not in sources["0"]
     assert "scipy_cblas_sgemm(" in sources["0"]
 
 
@@ -851,17 +846,13 @@ model = byoc.load(sys.argv[1])
 got = model(*[data[f"arg{i}"] for i in range(int(data["count"]))])
 np.testing.assert_allclose(got, data["want"], rtol=1e-4, atol=1e-5)
 ffi = cffi.FFI()
-ffi.cdef("int omp_get_max_threads(void);")
-try:
-    threads = ffi.dlopen("libgomp.so.1").omp_get_max_threads()
-except OSError:
-    threads = -1
-print(threads, cblas.get_threads())
+ffi.cdef("int32_t byoc_rt_num_threads(void);")
+print(ffi.dlopen(None).byoc_rt_num_threads(), cblas.get_threads())
 """
 
 
-def test_saved_split_model_runs_with_three_threads(openmp, tmp_path):
-    """OMP_NUM_THREADS=3 on a conv whose 7 rows do not split evenly; the saved
+def test_saved_split_model_runs_with_three_threads(parallel, tmp_path):
+    """BYOC_NUM_THREADS=3 on a conv whose 7 rows do not split evenly; the saved
     model makes OpenBLAS single-threaded when it loads, with no byoc code run."""
     import os
     import subprocess
@@ -869,20 +860,20 @@ def test_saved_split_model_runs_with_three_threads(openmp, tmp_path):
 
     module = conv_bias_relu((2, 32, 7, 7), 64)
     model = check(module)
-    assert PRAGMA in model.c_source
+    assert POOL in model.c_source
     model.save(tmp_path / "conv.byoc")
     args = inputs(module, seed=5)
     (want,) = byoc.run_reference(module, args)
     np.savez(tmp_path / "data.npz", want=want, count=len(args), **{f"arg{i}": a for i, a in enumerate(args)})
-    env = {**os.environ, "OMP_NUM_THREADS": "3", "BYOC_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "BYOC_NUM_THREADS": "3", "BYOC_CACHE_DIR": str(tmp_path / "cache")}
     env.pop("OPENBLAS_NUM_THREADS", None)
     proc = subprocess.run(
         [sys.executable, "-c", RUN_SAVED, str(tmp_path / "conv.byoc"), str(tmp_path / "data.npz")],
         capture_output=True, text=True, env=env,
     )
     assert proc.returncode == 0, proc.stderr
-    omp_threads, openblas_threads = map(int, proc.stdout.split())
-    assert omp_threads in (3, -1)
+    pool_threads, openblas_threads = map(int, proc.stdout.split())
+    assert pool_threads == 3
     assert openblas_threads == 1
 
 
@@ -896,7 +887,7 @@ before = cblas.get_threads()
 data = np.load(sys.argv[2])
 model = byoc.compile(open(sys.argv[1]).read(), targets=["cblas"], cache=False)
 source = model.c_source
-assert "omp" not in source and "constructor" not in source, source
+assert "byoc_rt_" not in source and "constructor" not in source, source
 assert "scipy_cblas_sgemm(" in source
 got = model(*[data[f"arg{i}"] for i in range(int(data["count"]))])
 np.testing.assert_allclose(got, data["want"], rtol=1e-4, atol=1e-5)
@@ -905,7 +896,7 @@ print("ok")
 """
 
 
-def test_byoc_openmp_0_compiles_sequential_c(tmp_path):
+def test_byoc_parallel_0_compiles_sequential_c(tmp_path):
     import os
     import subprocess
     import sys
@@ -915,7 +906,7 @@ def test_byoc_openmp_0_compiles_sequential_c(tmp_path):
     args = inputs(module, seed=6)
     (want,) = byoc.run_reference(module, args)
     np.savez(tmp_path / "data.npz", want=want, count=len(args), **{f"arg{i}": a for i, a in enumerate(args)})
-    env = {**os.environ, "BYOC_OPENMP": "0", "BYOC_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "BYOC_PARALLEL": "0", "BYOC_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.run(
         [sys.executable, "-c", COMPILE_SEQUENTIAL, str(tmp_path / "model.mlir"), str(tmp_path / "data.npz")],
         capture_output=True, text=True, env=env,
@@ -940,8 +931,8 @@ int main(void) {
 """
 
 
-def test_exported_library_splits_with_openmp(openmp, tmp_path):
-    """The AOT library links the OpenMP runtime from the artifact's flags."""
+def test_exported_library_splits_on_libbyoc_s_pool(parallel, tmp_path):
+    """The AOT library links libbyoc (shipped beside it) from the artifact's flags."""
     import os
     import subprocess
     import sys
@@ -956,7 +947,7 @@ def test_exported_library_splits_with_openmp(openmp, tmp_path):
         [str(translate), str(tmp_path / "dense.mlir"), "--emit-c", "--annotate=cblas"],
         capture_output=True, text=True, env=env,
     )
-    assert source.returncode == 0 and PRAGMA in source.stdout, source.stderr
+    assert source.returncode == 0 and POOL in source.stdout, source.stderr
     proc = subprocess.run(
         [str(translate), str(tmp_path / "dense.mlir"), "--emit-library", "--annotate=cblas",
          "--name", "dense", "-o", str(tmp_path / "libdense.so")],
@@ -974,7 +965,7 @@ def test_exported_library_splits_with_openmp(openmp, tmp_path):
     w = ((np.arange(n * k) % 11) * 0.0625 - 0.3125).astype(np.float32).reshape(n, k)
     b = ((np.arange(n) % 3) * 0.5 - 0.5).astype(np.float32)
     want = np.maximum(x.astype(np.float64) @ w.T.astype(np.float64) + b, 0)
-    for threads in ({}, {"OMP_NUM_THREADS": "3"}):
+    for threads in ({}, {"BYOC_NUM_THREADS": "3"}):
         run = subprocess.run([str(tmp_path / "main")], env=threads, capture_output=True, text=True)
         assert run.returncode == 0, run.stderr
         got = np.array([float(v) for v in run.stdout.split()], np.float32).reshape(m, n)

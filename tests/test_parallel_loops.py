@@ -1,6 +1,7 @@
-"""OpenMP in the C exit: loops marked by byoc-mark-parallel-loops run across
-threads and give the reference's answers, with any thread count (uneven
-splits included); `$BYOC_OPENMP=0` builds sequential code with no pragma."""
+"""Parallel loops of the C exit: loops marked by byoc-mark-parallel-loops run on
+libbyoc's pool (byoc-outline-parallel-loops) and give the reference's answers
+with any thread count (uneven splits included); `$BYOC_PARALLEL=0` builds
+sequential code that calls no pool."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ import pytest
 import byoc
 from byoc.passes.convert_relay_to_loops import convert_relay_to_loops
 from byoc.passes.parallel_loops import PARALLEL_ATTR, mark_parallel_loops
+from byoc.runtime import libbyoc
 from byoc.runtime.build import load_source
-from byoc.runtime.toolchain import openmp_flags
 
 # Every loop nest here is big enough to be split (MIN_WORK), with odd extents
 # so that 3 threads split them unevenly.
@@ -32,9 +33,6 @@ func.func @main(%a: tensor<301x257xf32>, %b: tensor<301x257xf32>, %img: tensor<1
   func.return %1, %2, %3, %4, %5, %6 : tensor<301x257xf32>, tensor<257xf32>, tensor<1x7x32x33xf32>, tensor<257x301xf32>, tensor<301x129xf32>, tensor<301xf32>
 }
 """
-
-needs_openmp = pytest.mark.skipif(not openmp_flags(), reason="the C compiler has no OpenMP")
-
 
 def test_big_nests_are_marked_and_small_ones_are_not():
     module = load_source(MODEL)
@@ -55,22 +53,29 @@ def test_big_nests_are_marked_and_small_ones_are_not():
     assert not any(PARALLEL_ATTR in op.attributes for op in small.walk())
 
 
-@needs_openmp
-def test_generated_c_has_pragmas_and_is_linked_with_openmp():
-    partitioned = byoc.compile(MODEL, targets=["ccompiler"], cache=False)
-    (artifact,) = partitioned.artifacts
+@pytest.fixture(scope="module")
+def parallel_model() -> byoc.CompiledModule:
+    return byoc.compile(MODEL, targets=["ccompiler"], cache=False)
+
+
+def test_generated_c_runs_loops_on_the_pool_and_links_libbyoc(parallel_model):
+    (artifact,) = parallel_model.artifacts
     source = artifact.sources["ccompiler.c"]
-    assert source.count("#pragma omp parallel for") == 4
-    assert "-fopenmp" in artifact.c_flags and "-fopenmp" in artifact.link_flags
+    assert source.count("byoc_rt_parallel_for(") == 4
+    assert '#include "byoc_runtime.h"' in source
+    assert "#pragma" not in source and "omp.h" not in source
+    assert artifact.libraries[0] == libbyoc.library()
+    assert artifact.vendor_libraries == [libbyoc.library()]
+    assert list(libbyoc.link_flags()) == artifact.link_flags
 
 
-def test_byoc_openmp_0_builds_sequential_code(monkeypatch):
-    monkeypatch.setenv("BYOC_OPENMP", "0")
-    assert openmp_flags() == ()
+def test_byoc_parallel_0_builds_sequential_code(monkeypatch):
+    monkeypatch.setenv("BYOC_PARALLEL", "0")
+    assert not libbyoc.parallel_code()
     model = byoc.compile(MODEL, targets=["ccompiler"], cache=False)
     (artifact,) = model.artifacts
-    assert "#pragma" not in artifact.sources["ccompiler.c"]
-    assert "-fopenmp" not in artifact.link_flags
+    assert "byoc_rt_" not in artifact.sources["ccompiler.c"]
+    assert artifact.link_flags == [] and artifact.vendor_libraries == []
     check(model)
 
 
@@ -88,29 +93,32 @@ def inputs() -> list[np.ndarray]:
     return [rng.standard_normal(s).astype(np.float32) for s in shapes]
 
 
-@needs_openmp
-def test_parallel_code_matches_the_reference():
-    check(byoc.compile(MODEL, targets=["ccompiler"], cache=False))
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
+def test_any_thread_count_gives_the_same_answer(threads, parallel_model):
+    before = libbyoc.threads()
+    libbyoc.set_threads(threads)
+    try:
+        check(parallel_model)
+    finally:
+        libbyoc.set_threads(before)
 
 
-@needs_openmp
-@pytest.mark.parametrize("threads", ["1", "3"])
-def test_any_thread_count_gives_the_same_answer(threads, tmp_path):
-    # OMP_NUM_THREADS is read when libgomp starts: a fresh process per count.
+def test_the_thread_count_of_the_environment_is_the_pool_s(tmp_path):
     script = textwrap.dedent(
         f"""
         import sys
         sys.path.insert(0, {os.path.dirname(__file__)!r})
         import byoc
+        from byoc.runtime import libbyoc
         from test_parallel_loops import MODEL, check
         check(byoc.compile(MODEL, targets=["ccompiler"], cache=False))
-        print("ok")
+        print(libbyoc.threads())
         """
     )
-    env = {**os.environ, "OMP_NUM_THREADS": threads, "BYOC_CACHE_DIR": str(tmp_path)}
+    env = {**os.environ, "BYOC_NUM_THREADS": "3", "BYOC_CACHE_DIR": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "ok"
+    assert proc.stdout.strip() == "3"
 
 
 FORK = """
@@ -120,7 +128,7 @@ import byoc
 sys.path.insert(0, {tests!r})
 from test_parallel_loops import MODEL, check
 model = byoc.compile(MODEL, targets={targets!r}, cache=False)
-check(model)  # the parent's OpenMP threads exist from here on
+check(model)  # the parent's pool threads exist from here on
 pid = os.fork()
 if pid == 0:
     try:
@@ -134,11 +142,9 @@ print("child", os.waitstatus_to_exitcode(status))
 """
 
 
-@needs_openmp
 @pytest.mark.parametrize("targets", [["ccompiler"], ["cblas", "ccompiler"]])
 def test_a_forked_child_runs_the_model(targets, tmp_path):
-    # GNU OpenMP's pool does not survive fork(); without the fork guard of
-    # byoc.targets.openmp the child waits forever.
+    # Threads do not survive fork(): the child starts a pool of its own.
     pytest.importorskip("scipy_openblas32")
     script = FORK.format(tests=os.path.dirname(__file__), targets=targets)
     env = {**os.environ, "BYOC_CACHE_DIR": str(tmp_path)}
@@ -149,12 +155,12 @@ def test_a_forked_child_runs_the_model(targets, tmp_path):
     assert proc.stdout.strip() == "child 0"
 
 
-def test_code_without_parallel_loops_does_not_link_openmp():
+def test_code_without_parallel_loops_does_not_link_libbyoc():
     small = (
         "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
         "  %0 = relay.add %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n"
         "  func.return %0 : tensor<4xf32>\n}\n"
     )
     (artifact,) = byoc.compile(small, targets=["ccompiler"], cache=False).artifacts
-    assert "#pragma" not in artifact.sources["ccompiler.c"]
-    assert "-fopenmp" not in artifact.link_flags
+    assert "byoc_rt_" not in artifact.sources["ccompiler.c"]
+    assert artifact.libraries[0] != libbyoc.library() and artifact.link_flags == []

@@ -12,9 +12,13 @@
 // CHECK:         scf.for %j
 // CHECK:         }
 // CHECK-NEXT:    } {byoc.parallel}
+// The mark stays on the emitc.for (byoc-outline-parallel-loops reads it).
 // EMITC-LABEL: emitc.func @elementwise
-// EMITC:         emitc.verbatim "#pragma omp parallel for schedule(static) if(byoc_openmp_usable)"
-// EMITC-NEXT:    emitc.for
+// EMITC:         emitc.for %i
+// EMITC:           emitc.for %j
+// EMITC:             emitc.assign
+// EMITC-NEXT:      }
+// EMITC-NEXT:    } attributes {byoc.parallel}
 func.func @elementwise(%a: memref<256x256xf32>, %b: memref<256x256xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
