@@ -63,15 +63,19 @@ def available_backends() -> list[str]:
     return sorted(_entry_points())
 
 
+def _unknown_backend(name: str) -> ByocError:
+    return ByocError(
+        f"error: unknown backend '{name}' (available: "
+        f"{', '.join(available_backends()) or 'none'})"
+    )
+
+
 @cache
 def get_backend(name: str) -> Backend:
     """The installed backend called `name`, or a ByocError listing the valid names."""
     ep = _entry_points().get(name)
     if ep is None:
-        raise ByocError(
-            f"error: unknown backend '{name}' (available: "
-            f"{', '.join(available_backends()) or 'none'})"
-        )
+        raise _unknown_backend(name)
     try:
         backend = ep.load()  # type: ignore[attr-defined]
     except Exception as err:  # a broken plugin must not crash byoc
@@ -195,10 +199,7 @@ def target_items(
             if not name:
                 continue
             if name not in _entry_points():
-                raise ByocError(
-                    f"error: unknown backend '{name}' (available: "
-                    f"{', '.join(available_backends()) or 'none'})"
-                )
+                raise _unknown_backend(name)
         else:
             raise ByocError(
                 f"error: targets must be backend names (strings); got {item!r} "

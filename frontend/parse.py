@@ -248,10 +248,10 @@ def verify_module(module: ModuleOp, name: str = "<input>") -> None:
     except _VALUE_ERRORS as err:
         # A verifier of xDSL's tripping on malformed IR: a use of a value
         # before its definition ("forward declared values") in a loop block.
-        text = str(err)
-        if "Forward declared" in text:
-            text = "a value is used before its definition"
-        raise _verify_error(VerifyException(_describe(Exception(text))), op, name) from None
+        message = _describe(err)
+        if "Forward declared" in message:
+            message = "a value is used before its definition"
+        raise _verify_error(VerifyException(message), op, name) from None
 
 
 def _verify_error(err: Exception, op: Operation | None, name: str) -> ByocError:
@@ -276,21 +276,20 @@ def parse_text(text: str, name: str = "<input>", ctx: Context | None = None) -> 
         # The parser lexes its first token as it is made: a bad one is a ParseError.
         parser = SourceParser(ctx or make_context(), text, name)
         module = parser.parse_module()
-    except MemoryError:
-        # xDSL materialises a splat `dense<...>` of any size before a verifier sees it.
-        where = name
-        if parser is not None:
-            where = parser._current_token.span.get_location()  # noqa: SLF001
-        raise ByocError(f"{where}: error: out of memory parsing this value (a tensor too large?)") from None
     except ParseError as err:
         raise ByocError(format_parse_error(err)) from None
-    except _VALUE_ERRORS as err:
-        # xDSL's own errors on malformed IR (a value used before the line that
-        # defines it in a block of loops: "forward declared values...").
+    except (MemoryError, *_VALUE_ERRORS) as err:
+        # xDSL materialises a splat `dense<...>` of any size before a verifier
+        # sees it (MemoryError), and raises Python errors of its own on some
+        # malformed IR (a loop-level value used above its definition).
         where = name
         if parser is not None:
             where = parser._current_token.span.get_location()  # noqa: SLF001
-        raise ByocError(f"{where}: error: {_describe(err)}") from None
+        if isinstance(err, MemoryError):
+            message = "out of memory parsing this value (a tensor too large?)"
+        else:
+            message = _describe(err)
+        raise ByocError(f"{where}: error: {message}") from None
     verify_module(module, name)
     return module
 
