@@ -11,6 +11,7 @@ from byoc.runtime.build import compile
 from byoc.runtime.compiled import CompiledModule
 from byoc.runtime.reference import run_reference
 from byoc.runtime.saved import load
+from byoc.runtime.threads import set_threads, threads
 
-__all__ = ["ByocError", "CompiledModule", "compile", "from_onnx", "load", "run_reference"]
+__all__ = ["ByocError", "CompiledModule", "compile", "from_onnx", "load", "run_reference", "set_threads", "threads"]
 __version__ = "0.1.0"

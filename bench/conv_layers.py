@@ -26,8 +26,6 @@ from pathlib import Path
 import numpy as np
 
 import byoc
-from byoc.backends import cblas
-from byoc.runtime import libbyoc
 
 
 def distinct_convs(model) -> collections.Counter:  # noqa: ANN001 - an onnx.ModelProto
@@ -93,8 +91,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=10)
     args = parser.parse_args()
     ort.set_default_logger_severity(3)
-    libbyoc.set_threads(args.threads)
-    cblas.set_threads(args.threads)
+    byoc.set_threads(args.threads)
     clock = time.thread_time if args.cpu else time.perf_counter
     model = real_models.with_random_weights(onnx.load(str(real_models.light_model_path(args.model))))
     rng = np.random.default_rng(0)

@@ -6,7 +6,7 @@ SqueezeNet; their logits, without the final softmax), a BERT-base encoder
 layer (sequence 128, hidden 768, 12 heads) built with onnx.helper the way
 PyTorch exports it, and the MLP and CNN of bench/run.py.
 
-For each model and thread count (byoc's OpenMP threads and onnxruntime's
+For each model and thread count (`byoc.set_threads` and onnxruntime's
 intra_op_num_threads), the two contenders take turns in rounds; the table
 gives each one's median and minimum latency and the ratio of medians
 (byoc / onnxruntime: below 1 byoc is faster). The `loaded` columns repeat the
@@ -157,34 +157,11 @@ def build(name: str, decomposed: bool):
 
 
 def set_byoc_threads(n: int) -> None:
-    """Threads byoc's generated code uses from now on: byoc's own setting if it
-    has one, else OpenMP's for this (the calling) thread and OpenBLAS's."""
+    """Threads byoc's compiled models use from now on (libbyoc's pool, and
+    OpenBLAS's as the pool needs them)."""
     import byoc
 
-    if hasattr(byoc, "set_threads"):
-        byoc.set_threads(n)
-        return
-    os.environ["OMP_NUM_THREADS"] = str(n)
-    try:
-        from cffi import FFI
-
-        ffi = FFI()
-        ffi.cdef("void omp_set_num_threads(int);")
-        ffi.dlopen("libgomp.so.1").omp_set_num_threads(n)
-    except OSError:
-        pass
-    try:
-        from byoc.backends import cblas
-
-        cblas.set_threads(1 if _openmp() else n)
-    except Exception:  # noqa: BLE001 - no OpenBLAS: nothing to set
-        pass
-
-
-def _openmp() -> bool:
-    from byoc.runtime.toolchain import openmp_flags
-
-    return bool(openmp_flags())
+    byoc.set_threads(n)
 
 
 def ort_runner(proto, threads: int) -> Callable[..., list[np.ndarray]]:

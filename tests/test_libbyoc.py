@@ -274,6 +274,54 @@ def test_threads_can_be_set_and_read():
         libbyoc.set_threads(0)
 
 
+def chunk_threads(chunks: int, meet: bool) -> set[int]:
+    """The Python threads that ran the chunks of one byoc_rt_parallel_for of
+    `chunks` chunks. With `meet`, each chunk waits (at most a minute) until a
+    second thread has run one: the chunk a thread holds cannot be taken from
+    it, so the pool's second thread must take the other, however busy the
+    machine (no timing is measured)."""
+    import cffi
+
+    libbyoc.threads()  # loads libbyoc
+    ffi = cffi.FFI()
+    ffi.cdef("void byoc_rt_parallel_for(int64_t, void (*)(void *, int64_t), void *);")
+    process = ffi.dlopen(None)
+    lock, met, seen = threading.Lock(), threading.Event(), set()
+
+    @ffi.callback("void(void *, int64_t)")
+    def task(context, index):
+        with lock:
+            seen.add(threading.get_ident())
+            if len(seen) > 1:
+                met.set()
+        if meet:
+            met.wait(60)
+
+    process.byoc_rt_parallel_for(chunks, task, ffi.NULL)
+    return seen
+
+
+def test_the_thread_setting_reaches_the_pool_after_it_ran():
+    """bench/models.py's order: a model runs at one thread, then at two. The
+    pool's setting is read at every loop, not fixed by its first."""
+    before = byoc.threads()
+    try:
+        byoc.set_threads(1)
+        assert byoc.threads() == 1
+        assert chunk_threads(8, meet=False) == {threading.get_ident()}
+        byoc.set_threads(2)
+        assert byoc.threads() == 2
+        # OpenBLAS stays single-threaded inside the pool's chunks.
+        assert cblas.get_threads() == (1 if libbyoc.parallel_code() else 2)
+        ran = chunk_threads(2, meet=True)
+        assert len(ran) == 2 and threading.get_ident() in ran
+    finally:
+        byoc.set_threads(before)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(byoc.ByocError, match="at least one thread"):
+            byoc.set_threads(bad)
+
+
 def test_models_called_from_many_threads_at_once_are_right(packed_model):
     """Callers that find the pool busy run their loops alone: every result is right."""
     _, model, module, inputs = packed_model
