@@ -13,7 +13,9 @@ checks own the rest of the IR's meaning, each linear in the module's size:
 - `@main`: returns at least one value;
 - graph ops (relay, qnn) live in functions, never at module level;
 - sizes: every tensor and memref fits the address space, the 64-bit index
-  type, and the ceiling on one buffer (`$BYOC_MAX_BUFFER_BYTES`).
+  type, and the ceiling on one buffer (`$BYOC_MAX_BUFFER_BYTES`);
+- float tensors are f16, f32 or f64 (no bf16: neither numpy nor the host
+  code computes in it).
 
 Failures are `OpVerifyException`s carrying the op, so a caller can name its
 place (frontend/parse.py `verify_module`).
@@ -410,6 +412,21 @@ def check_shape(typ: Attribute, limit: int) -> str | None:
     return None
 
 
+HOST_FLOATS = ("f16", "f32", "f64")
+"""Float element types a tensor may have: those numpy, the reference and the
+host code all compute in (bf16, tf32, f80, f128 are none of them)."""
+
+
+def check_float(typ: Attribute) -> str | None:
+    """Why a tensor's float element type is not supported, or None."""
+    if not isinstance(typ, TensorType):
+        return None
+    element = typ.get_element_type()
+    if isinstance(element, AnyFloat) and str(element) not in HOST_FLOATS:
+        return f"{typ}: element type {element} is not supported ({', '.join(HOST_FLOATS)} are)"
+    return None
+
+
 class SizeChecker:
     """Checks types against the size limit, each distinct type once."""
 
@@ -421,7 +438,7 @@ class SizeChecker:
         for index, typ in enumerate(types):
             if typ in self._seen:
                 continue
-            problem = check_shape(typ, self.limit)
+            problem = check_shape(typ, self.limit) or check_float(typ)
             if problem is not None:
                 raise OpVerifyException(op, f"{what} {index}: {problem}")
             self._seen.add(typ)

@@ -18,10 +18,14 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    AnyDenseElement,
     BFloat16Type,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
     FileLineColLoc,
     Float16Type,
     Float32Type,
@@ -30,7 +34,9 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     ModuleOp,
+    RankedStructure,
     StringAttr,
+    TensorType,
 )
 from xdsl.ir import Operation
 from xdsl.parser import Parser
@@ -39,7 +45,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer
 
-from byoc.dialects import make_context
+from byoc.dialects import make_context, relay
 from byoc.frontend.diagnostics import ByocError, format_parse_error
 
 MAX_NESTING = 64
@@ -106,6 +112,17 @@ def nesting_error(text: str, limit: int = MAX_NESTING) -> int | None:
     return None
 
 
+def _buffer_ceiling() -> int:
+    """The ceiling on one buffer; a malformed `$BYOC_MAX_BUFFER_BYTES` is
+    reported by the verifier, the parser then only keeps to the address space."""
+    from byoc.dialects.verify import ADDRESS_SPACE_BYTES, max_buffer_bytes
+
+    try:
+        return max_buffer_bytes()
+    except VerifyException:
+        return ADDRESS_SPACE_BYTES
+
+
 def _describe(err: Exception) -> str:
     """Python's error about a malformed value, in words for a user."""
     message = str(err).strip()
@@ -126,9 +143,11 @@ class SourceParser(Parser):
         self._name = name
         self._line_offset = line_offset
         self._starts: list[tuple[int, Operation]] = []
+        self._op_type: type[Operation] | None = None
 
     def parse_operation(self) -> Operation:
         span = self._current_token.span
+        self._op_type = None
         try:
             op = super().parse_operation()
         except VerifyException as err:
@@ -140,8 +159,97 @@ class SourceParser(Parser):
                 Span(span.start, max(self.pos, span.end), self.lexer.input),
                 f"cannot parse this op: {_describe(err)}",
             ) from None
+        finally:
+            # Attributes after an op's regions are no longer its inner ops'.
+            self._op_type = None
         self._starts.append((span.start, op))
         return op
+
+    def _get_op_by_name(self, name: str) -> type[Operation]:
+        # Which op's operands and attributes are being read: a splat in a
+        # relay.constant may stay one element (ConstantOp broadcasts it).
+        self._op_type = super()._get_op_by_name(name)
+        return self._op_type
+
+    def parse_dense_int_or_fp_elements_attr(
+        self, type: RankedStructure[AnyDenseElement] | None
+    ) -> DenseIntOrFPElementsAttr:
+        """xDSL's `dense<...>`, except that a splat is never repeated element by
+        element: xDSL multiplies a Python list of one value by the element
+        count (`dense<0> : tensor<2147483648xi32>` hung, a larger one was a
+        MemoryError). A splat's bytes must fit the ceiling on one buffer; in a
+        `relay.constant` it stays one element, elsewhere its bytes are repeated
+        in C."""
+        start = self._current_token.span.start
+        self.parse_punctuation("<", " in dense attribute")
+        contents: tuple[list[Any], list[int]] | str | None = None
+        if self.parse_optional_punctuation(">") is None:
+            hex_string = self.parse_optional_str_literal()
+            contents = hex_string if hex_string is not None else self._parse_tensor_literal()
+            self.parse_punctuation(">", " in dense attribute")
+        if type is None:
+            self.parse_punctuation(":", " in dense attribute")
+            type = self._parse_dense_literal_type()
+        element = type.element_type
+        count = math.prod(type.get_shape())
+        one: bytes | None = None
+        if isinstance(contents, str):
+            try:
+                data = bytes.fromhex(contents[2:])
+            except ValueError:
+                self.raise_error("Hex string in denseAttr is invalid", start, self.pos)
+            if len(data) == element.compile_time_size and count != 1:
+                one = data
+            elif len(data) != count * element.compile_time_size:
+                self.raise_error(
+                    f"Shape mismatch in dense literal. Expected {count} elements "
+                    f"from the type, but got {len(data) // element.compile_time_size} "
+                    "elements.",
+                    start,
+                    self.pos,
+                )
+            else:
+                return DenseIntOrFPElementsAttr(type, BytesAttr(data))
+        elif contents is None:
+            if count != 0:
+                self.raise_error(
+                    "Expected at least one element in the dense literal, but got None",
+                    start,
+                    self.pos,
+                )
+            return DenseIntOrFPElementsAttr.from_list(type, [])
+        else:
+            values, shape = contents
+            data_values = [value.to_type(self, element) for value in values]
+            if shape:
+                if list(type.get_shape()) != shape:
+                    self.raise_error(
+                        f"Shape mismatch in dense literal. Expected "
+                        f"{list(type.get_shape())} shape from the type, but got "
+                        f"{shape} shape.",
+                        start,
+                        self.pos,
+                    )
+                return DenseIntOrFPElementsAttr.from_list(type, data_values)
+            single = DenseIntOrFPElementsAttr.from_list(TensorType(element, [1]), data_values)
+            if count == 1:
+                return DenseIntOrFPElementsAttr(type, single.data)
+            one = single.data.data
+        size = count * len(one)
+        limit = _buffer_ceiling()
+        if size > limit:
+            from byoc.dialects.verify import MAX_BUFFER_ENV
+
+            end = len(self._text[: self.pos].rstrip())  # not the next line
+            self.raise_error(
+                f"a splat of {count} elements is {size} bytes, more than the "
+                f"ceiling on one buffer ({limit} bytes; ${MAX_BUFFER_ENV} sets it)",
+                start,
+                max(end, start + 1),
+            )
+        if self._op_type is relay.ConstantOp:
+            return DenseIntOrFPElementsAttr(type, BytesAttr(one))
+        return DenseIntOrFPElementsAttr(type, BytesAttr(one * count))
 
     def parse_optional_builtin_int_or_float_attr(self) -> IntegerAttr | FloatAttr | None:
         start = self._current_token.span.start

@@ -1,6 +1,7 @@
 """Lowering of math ops to LLVM intrinsics, or to libm where LLVM has none.
 
-`math.tanh` and `math.erf` call libm's `tanhf`/`erff` (`tanh`/`erf` for f64):
+`math.tanh` and `math.erf` call libm's `tanhf`/`erff` (`tanh`/`erf` for f64,
+`tanhf`/`erff` between an extension and a truncation for f16):
 `llvm.tanh` only exists from LLVM 19 and `erf` never did. `math.rsqrt` is
 `1 / sqrt(x)`, exact like numpy's, not an approximate reciprocal.
 """
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects import llvm, math
-from xdsl.dialects.builtin import AnyFloat, FloatAttr, f32, f64
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, f16, f32, f64
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -40,6 +41,9 @@ LIBM_FUNCTIONS: dict[type[Operation], dict[AnyFloat, str]] = {
     math.ErfOp: {f32: "erff", f64: "erf"},
 }
 """Unary math ops computed by a libm function, by element type."""
+
+HALF_TYPES = (f16,)
+"""Types whose libm calls go through f32."""
 
 
 class UnaryIntrinsicLowering(RewritePattern):
@@ -79,8 +83,16 @@ class LibmCallLowering(RewritePattern):
         if (functions := LIBM_FUNCTIONS.get(type(op))) is None:
             return
         float_type = op.results[0].type
+        if float_type in HALF_TYPES:
+            # libm has no half-precision tanh/erf: compute in f32 and round
+            # once, as numpy computes float16 ufuncs.
+            wide = rewriter.insert(llvm.FPExtOp(op.operands[0], f32))
+            callee = self.c_functions.declare(functions[f32], [f32], f32)
+            call = rewriter.insert(llvm.CallOp(callee, wide.results[0], return_type=f32))
+            rewriter.replace(op, llvm.FPTruncOp(call.results[0], float_type))
+            return
         if float_type not in functions:
-            raise lowering_error(op, f"{float_type} is not supported (f32, f64 are)")
+            raise lowering_error(op, f"{float_type} is not supported (f16, f32, f64 are)")
         name = functions[float_type]
         callee = self.c_functions.declare(name, [float_type], float_type)
         rewriter.replace(

@@ -29,6 +29,7 @@ from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
+    DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FunctionType,
     IntegerType,
@@ -570,6 +571,23 @@ def convert_signature(function: func.FuncOp, types: TypeConverter) -> list[MemRe
     return args
 
 
+SPLAT_FILL_BYTES = 1 << 20
+"""A splat constant larger than this is filled at run time, not stored."""
+
+
+def large_splat(op: relay.ConstantOp) -> int | float | None:
+    """The one value of `op`, a `dense<v>` splat of more than `SPLAT_FILL_BYTES`
+    held as one element (as the parser keeps splats), or None."""
+    value = op.value
+    if not isinstance(value, DenseIntOrFPElementsAttr) or len(value) != 1:
+        return None
+    typ = value.type
+    if pymath.prod(typ.get_shape()) * value.get_element_type().compile_time_size <= SPLAT_FILL_BYTES:
+        return None
+    one = op.to_numpy().flat[0].item()
+    return int(one) if isinstance(one, bool) else one
+
+
 def is_read_only(value: SSAValue) -> bool:
     """Whether the buffer of `value` exists before the function runs and is only
     read (an argument, or a constant's global): never written, never freed, and
@@ -647,7 +665,17 @@ def convert_body(
         if isinstance(op, relay.ConstantOp):
             if op.result.first_use is not None:  # a dead weight costs nothing
                 typ = types.memref(op.result.type, lambda: f"'{op.name}' in @{name}")
-                buffers[op.result] = lower_constant(b, op, constants, typ)
+                splat = large_splat(op)
+                if splat is None:
+                    buffers[op.result] = lower_constant(b, op, constants, typ)
+                else:
+                    # A few bytes of text may spell gigabytes of one value:
+                    # filled at run time, never expanded here.
+                    buffer = buffers[op.result] = alloc(b, typ)
+                    buffer.name_hint = op.result.name_hint
+                    pooled.append(buffer)
+                    element = typ.element_type
+                    elementwise_nest(b, lambda inner, _: inner.constant(splat, element), [], buffer)
             continue
         if len(op.results) == 1 and op.results[0] in fused:
             continue  # computed inside its consumer's loop nest

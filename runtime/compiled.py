@@ -224,12 +224,36 @@ class CompiledModule:
         the external function (and backend) that returned it."""
         from byoc.runtime.verify import failing_function
 
-        found = failing_function(self, args) if len(args) == len(self.inputs) else None
-        if found is not None and found.status != ALLOCATION_FAILED:
-            raise found
-        if status > 0 and status & ALLOCATION_FAILED:
+        complete = len(args) == len(self.inputs)
+        found = failing_function(self, args) if complete else None
+        if (found is None or found.status == ALLOCATION_FAILED) and status > 0 and status & ALLOCATION_FAILED:
             raise ByocError(self._allocation_failure())
+        cause = self._reference_failure(args) if complete else None
+        if cause is not None:
+            # The op that refused the values (relay.take's index out of
+            # range), at its place, as the reference interpreter saw it.
+            detail = str(found).removeprefix("error: ") if found else f"status {status}"
+            raise ByocError(f"{cause} (the compiled model failed: {detail})")
         raise found or ByocError(f"error: the compiled model failed (status {status})")
+
+    def _reference_failure(self, args: tuple[Any, ...]) -> str | None:
+        """The reference interpreter's refusal of `args`, naming the op and its
+        place, or None if it computes them (or cannot run)."""
+        from byoc.runtime.reference import run_reference
+
+        try:
+            arrays = [self._argument(i, a) for i, a in enumerate(args)]
+            module = self._source_module()
+        except Exception:  # noqa: BLE001 - the diagnosis must not hide the failure
+            return None
+        try:
+            with np.errstate(all="ignore"):
+                run_reference(module, arrays)
+        except ByocError as err:
+            return str(err).strip()
+        except Exception:  # noqa: BLE001
+            return None
+        return None
 
     def _out_of_memory(self, err: MemoryError) -> None:
         raise ByocError(f"error: out of memory: {err or 'cannot allocate an array'}") from None
@@ -257,10 +281,48 @@ class CompiledModule:
         if not sizes:
             return f"error: out of memory: the compiled model could not allocate a buffer (status {ALLOCATION_FAILED})"
         size, where = sizes[0]
-        return (
+        message = (
             f"error: out of memory: {where} could not allocate a buffer of {size} bytes "
             f"({_human(size)})"
         )
+        owner = self._op_of_size(size)
+        # The first op whose result has that size: the buffer's likely owner.
+        return f"{owner[0]}: {message}, the size of the result of '{owner[1]}'" if owner else message
+
+    def _source_module(self) -> Any:
+        """The model's relay IR with its ops' places: its source when compiled
+        by `byoc.compile`, else the partitioned IR."""
+        if self.origin is not None:
+            from byoc.runtime.build import load_source
+
+            source, _, input_shapes, _ = self.origin
+            return load_source(source, input_shapes)
+        return self.partitioned_module()
+
+    def _op_of_size(self, size: int) -> tuple[str, str] | None:
+        """The place and name of the first op whose result takes `size` bytes
+        (the buffer that could not be allocated), or None."""
+        import math
+
+        from xdsl.dialects.builtin import TensorType
+
+        from byoc.dialects.relay.constant import numpy_dtype_of
+        from byoc.frontend.parse import location_of
+
+        try:
+            module = self._source_module()
+        except Exception:  # noqa: BLE001 - the diagnosis must not hide the failure
+            return None
+        for op in module.walk():
+            for result in op.results:
+                typ = result.type
+                if not isinstance(typ, TensorType):
+                    continue
+                dtype = numpy_dtype_of(typ.element_type)
+                if dtype is not None and math.prod(typ.get_shape()) * dtype.itemsize == size:
+                    where = location_of(op)
+                    return (where, op.name) if where else None
+        return None
 
     def partitioned_module(self) -> Any:
         """The partitioned relay IR as a module, with its weights (built once).

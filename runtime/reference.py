@@ -740,10 +740,25 @@ class ReferenceInterpreter:
                             f"error: the reference interpreter has no meaning for "
                             f"'{op.name}'"
                         )
-                    outputs = [kernel(op, inputs)]
+                    try:
+                        outputs = [kernel(op, inputs)]
+                    except ByocError as err:
+                        raise _located(err, op) from None
                 for result, value in zip(op.results, outputs, strict=True):
                     env[result] = _as_type(value, result.type)
         raise ByocError("error: block has no terminator")
+
+
+def _located(err: ByocError, op: Operation) -> ByocError:
+    """`err`, an op's refusal of its values (an index out of range), naming
+    the op's place when it has one and the message does not."""
+    from byoc.frontend.parse import location_of
+
+    message = str(err)
+    where = location_of(op)
+    if where is None or not message.startswith("error:"):
+        return err
+    return ByocError(f"{where}: {message}")
 
 
 def _as_type(value: np.ndarray, typ: Attribute) -> np.ndarray:

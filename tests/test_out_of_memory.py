@@ -65,7 +65,11 @@ def test_failed_allocation_is_an_error_naming_the_size(op, targets, where, tmp_p
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    expected = f"error: out of memory: {where} could not allocate a buffer of 4398046511104 bytes (4.0 TiB)"
+    # Located at the first op whose result takes that size.
+    expected = (
+        f"{model}:2:3: error: out of memory: {where} could not allocate a buffer of "
+        "4398046511104 bytes (4.0 TiB), the size of the result of 'relay.add'"
+    )
     assert proc.stdout.splitlines() == [expected, expected]
 
 

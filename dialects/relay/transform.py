@@ -455,8 +455,8 @@ class TakeOp(InferredOp):
     index outside `[0, n)` means: "clip" clamps it into range, "wrap" takes it
     modulo n, "fast" (what ONNX's Gather imports as) counts negative indices
     from the end (`[-n, n)`, as numpy) and anything else is an error: the
-    compiled code returns a failure status, the reference raises. `batch_dims`
-    must be 0."""
+    compiled code returns a failure status (its ByocError names this op, its
+    place and the index), the reference raises. `batch_dims` must be 0."""
 
     name = "relay.take"
 
