@@ -67,6 +67,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
 from byoc.backends.spec import ALLOCATION_FAILED
+from byoc.passes.loop_nests import WRAPS_ATTR
 from byoc.passes.split_functions import NO_INLINE
 from byoc.passes.parallel_loops import PARALLEL_ATTR
 from byoc.dialects.emitc import (
@@ -544,7 +545,12 @@ _BINARY_OPS: dict[type[Operation], type[Operation]] = {
 
 
 class BinaryLowering(RewritePattern):
-    """Lowers arith's binary arithmetic and bitwise ops to the C operators."""
+    """Lowers arith's binary arithmetic and bitwise ops to the C operators.
+
+    Integer ops marked `byoc.wraps` are computed in unsigned arithmetic of at
+    least 32 bits and converted back: signed overflow is undefined in C (and
+    C promotes 16-bit operands to a signed int, whose product can overflow),
+    while unsigned arithmetic wraps and GCC converts back modulo 2^N."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         target = _BINARY_OPS.get(type(op))
@@ -552,6 +558,12 @@ class BinaryLowering(RewritePattern):
             return
         lhs, rhs = op.operands
         result_type = convert_type(op.results[0].type, op)
+        if WRAPS_ATTR in op.attributes and isinstance(result_type, IntegerType):
+            wide = IntegerType(max(result_type.width.data, 32), Signedness.UNSIGNED)
+            casts = [EmitC_CastOp(lhs, wide), EmitC_CastOp(rhs, wide)]
+            computed = target(casts[0].dest, casts[1].dest, wide)  # pyright: ignore
+            rewriter.replace(op, (*casts, computed, EmitC_CastOp(computed.results[0], result_type)))
+            return
         rewriter.replace(op, target(lhs, rhs, result_type))  # pyright: ignore
 
 

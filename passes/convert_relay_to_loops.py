@@ -32,11 +32,15 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FunctionType,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     ModuleOp,
+    Signedness,
     TensorType,
     UnregisteredOp,
+    i1,
+    i64,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -59,6 +63,7 @@ from byoc.passes.loop_nests import (
     select,
     shape_of,
     store,
+    wrapping,
 )
 from byoc.passes.lower_nn import NN_LOWERINGS, integer_max_min
 from byoc.passes.lower_qnn import QNN_LOWERINGS
@@ -83,6 +88,56 @@ def _unary(op_type: type[Operation]) -> ScalarBuilder:
         return b.scalar(op_type, args[0])
 
     return build
+
+
+def _arithmetic(float_op: type[Operation], integer_op: type[Operation]) -> ScalarBuilder:
+    """relay.add / subtract / multiply: IEEE on floats, wrapping on integers."""
+
+    def build(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+        if isinstance(typ, IntegerType):
+            return wrapping(b, integer_op, args[0], args[1])
+        return b.scalar(float_op, args[0], args[1])
+
+    return build
+
+
+# arith.cmpf predicates (ordered, but `une`: numpy's != is true on NaN) and
+# arith.cmpi's signed and unsigned ones, by relay comparison.
+_COMPARISONS: dict[type[Operation], tuple[int, int, int]] = {
+    relay.EqualOp: (1, 0, 0),  # oeq, eq, eq
+    relay.NotEqualOp: (13, 1, 1),  # une, ne, ne
+    relay.LessOp: (4, 2, 6),  # olt, slt, ult
+    relay.LessEqualOp: (5, 3, 7),  # ole, sle, ule
+    relay.GreaterOp: (2, 4, 8),  # ogt, sgt, ugt
+    relay.GreaterEqualOp: (3, 5, 9),  # oge, sge, uge
+}
+
+
+def _comparison(op_type: type[Operation]) -> ScalarBuilder:
+    """A relay comparison: `arith.cmpf` on floats, `arith.cmpi` on integers
+    (unsigned order for unsigned types and i1, where false < true)."""
+    on_floats, signed, unsigned = _COMPARISONS[op_type]
+    float_predicate = {
+        "predicate": IntegerAttr(on_floats, i64),
+        "fastmath": arith.FastMathFlagsAttr("none"),
+    }
+    signed_predicate = {"predicate": IntegerAttr(signed, i64)}
+    unsigned_predicate = {"predicate": IntegerAttr(unsigned, i64)}
+
+    def build(b: BodyBuilder, args: Sequence[SSAValue], _: Attribute) -> SSAValue:
+        x, y = args
+        typ = x.type
+        if not isinstance(typ, IntegerType):
+            return b.scalar(arith.CmpfOp, x, y, result_type=i1, properties=float_predicate)
+        is_unsigned = typ.width.data == 1 or typ.signedness.data == Signedness.UNSIGNED
+        predicate = unsigned_predicate if is_unsigned else signed_predicate
+        return b.scalar(arith.CmpiOp, x, y, result_type=i1, properties=predicate)
+
+    return build
+
+
+def _logical_not(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
+    return b.scalar(arith.XOrIOp, args[0], b.constant(1, i1))
 
 
 def _max_min(is_max: bool) -> ScalarBuilder:
@@ -313,9 +368,9 @@ def _gelu(op: Operation) -> ScalarBuilder:
 
 
 SCALAR_BUILDERS: dict[type[Operation], ScalarBuilder] = {
-    relay.AddOp: _binary(arith.AddfOp),
-    relay.SubtractOp: _binary(arith.SubfOp),
-    relay.MultiplyOp: _binary(arith.MulfOp),
+    relay.AddOp: _arithmetic(arith.AddfOp, arith.AddiOp),
+    relay.SubtractOp: _arithmetic(arith.SubfOp, arith.SubiOp),
+    relay.MultiplyOp: _arithmetic(arith.MulfOp, arith.MuliOp),
     relay.DivideOp: _binary(arith.DivfOp),
     relay.ReluOp: _relu,
     relay.NegativeOp: _unary(arith.NegfOp),
@@ -339,6 +394,11 @@ SCALAR_BUILDERS: dict[type[Operation], ScalarBuilder] = {
     relay.SoftsignOp: _softsign,
     relay.HardSwishOp: _hard_swish,
     relay.WhereOp: where_scalar,
+    **{op: _comparison(op) for op in relay.COMPARISON_OPS},
+    relay.LogicalAndOp: _binary(arith.AndIOp),
+    relay.LogicalOrOp: _binary(arith.OrIOp),
+    relay.LogicalXorOp: _binary(arith.XOrIOp),
+    relay.LogicalNotOp: _logical_not,
 }
 """Elementwise relay op class -> `(builder, scalar operands, element type) ->
 scalar result`, in operand order. Reusable wherever one element is computed

@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
+    UnitAttr,
     i1,
     i64,
 )
@@ -144,6 +145,21 @@ def compare_floats(b: BodyBuilder, predicate: str, x: SSAValue, y: SSAValue) -> 
 def select(b: BodyBuilder, condition: SSAValue, x: SSAValue, y: SSAValue) -> SSAValue:
     """`arith.select condition, x, y`."""
     return b.scalar(arith.SelectOp, condition, x, y, result_type=x.type)
+
+
+WRAPS_ATTR = "byoc.wraps"
+"""Marks integer `arith.addi`/`subi`/`muli` that must wrap around on overflow
+(relay's integer arithmetic, as numpy's). LLVM's wrap anyway; the C exit
+computes them in unsigned arithmetic, since signed overflow is undefined in C."""
+
+_UNIT = UnitAttr()
+
+
+def wrapping(b: BodyBuilder, op_type: type[Operation], x: SSAValue, y: SSAValue) -> SSAValue:
+    """`op_type(x, y)` of integer scalars, wrapping around on overflow."""
+    result = b.scalar(op_type, x, y)
+    result.owner.attributes[WRAPS_ATTR] = _UNIT  # type: ignore[union-attr]
+    return result
 
 
 ScalarBuilder = Callable[[BodyBuilder, Sequence[SSAValue], Attribute], SSAValue]

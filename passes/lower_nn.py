@@ -28,6 +28,7 @@ from byoc.passes.loop_nests import (
     element_type_of,
     select,
     shape_of,
+    wrapping,
 )
 
 if TYPE_CHECKING:
@@ -282,8 +283,11 @@ def lower_bias_add(
     shape = shape_of(out)
     axis = relay.normalize_axis(op.attrs()["axis"], len(shape), op.name)
     inner, ivs = nest(b, shape)
-    add = arith.AddiOp if isinstance(element_type_of(out), IntegerType) else arith.AddfOp
-    total = binary(inner, add, load(inner, data, ivs), load(inner, bias, [ivs[axis]]))
+    x, y = load(inner, data, ivs), load(inner, bias, [ivs[axis]])
+    if isinstance(element_type_of(out), IntegerType):
+        total = wrapping(inner, arith.AddiOp, x, y)
+    else:
+        total = binary(inner, arith.AddfOp, x, y)
     store(inner, total, out, ivs)
 
 

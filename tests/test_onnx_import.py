@@ -592,6 +592,29 @@ case("split", [N("Split", ["x"], ["y", "z"], axis=2, num_outputs=2)], X234, ["y"
 case("tile", [N("Tile", ["x", "r"], ["y"])], X234, initializers={"r": np.array([1, 2, 1], np.int64)})
 case("expand", [N("Expand", ["x", "s"], ["y"])], {"x": random((3, 1))}, initializers={"s": np.array([2, 3, 4], np.int64)})
 case("pad-reflect", [N("Pad", ["x", "p"], ["y"], mode="reflect")], X234, initializers={"p": np.array([0, 1, 2, 0, 1, 1], np.int64)})
+XZ = {"x": random((2, 3, 4)), "z": random((4,), seed=1)}
+for op in ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"):
+    # A run-time condition: the comparison's bools feed Where.
+    case(
+        f"{op.lower()}-where",
+        [N(op, ["x", "q"], ["c"]), N("Where", ["c", "x", "z"], ["y"])],
+        XZ,
+        initializers={"q": np.array([0.5, 0.0, -0.25, 1.0], np.float32)},
+    )
+case(
+    "logic-where",
+    [
+        N("Less", ["x", "z"], ["a"]),
+        N("Greater", ["x", "h"], ["b"]),
+        N("And", ["a", "b"], ["c"]),
+        N("Or", ["c", "a"], ["d"]),
+        N("Xor", ["d", "b"], ["e"]),
+        N("Not", ["e"], ["f"]),
+        N("Where", ["f", "x", "z"], ["y"]),
+    ],
+    XZ,
+    initializers={"h": np.array(0.0, np.float32)},
+)
 case(
     "where-constant-condition",
     [N("Where", ["c", "x", "z"], ["y"])],

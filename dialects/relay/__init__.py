@@ -115,6 +115,18 @@ from byoc.dialects.relay.reduce import (
 )
 from byoc.dialects.relay.tensor import (
     GELU_APPROXIMATIONS,
+    ComparisonOp,
+    EqualOp,
+    GreaterEqualOp,
+    GreaterOp,
+    LessEqualOp,
+    LessOp,
+    LogicalAndOp,
+    LogicalBinaryOp,
+    LogicalNotOp,
+    LogicalOrOp,
+    LogicalXorOp,
+    NotEqualOp,
     SELU_ALPHA,
     SELU_GAMMA,
     AbsOp,
@@ -241,12 +253,33 @@ ACTIVATION_OPS: tuple[type[RelayOp], ...] = (
 )
 """Elementwise activations with attributes (`PReluOp` has its slope along one axis)."""
 
+COMPARISON_OPS: tuple[type[ComparisonOp], ...] = (
+    EqualOp,
+    NotEqualOp,
+    LessOp,
+    LessEqualOp,
+    GreaterOp,
+    GreaterEqualOp,
+)
+"""Elementwise comparisons with numpy broadcasting: operands of any one
+element type, an i1 result; built as `Op(lhs, rhs)`."""
+
+LOGICAL_OPS: tuple[type[RelayOp], ...] = (
+    LogicalAndOp,
+    LogicalOrOp,
+    LogicalXorOp,
+    LogicalNotOp,
+)
+"""Elementwise logic of i1 tensors (`LogicalNotOp` is unary)."""
+
 ELEMENTWISE_OPS: tuple[type[RelayOp], ...] = (
     *BINARY_OPS,
     *UNARY_OPS,
     *ACTIVATION_OPS,
     ClipOp,
     BiasAddOp,
+    *COMPARISON_OPS,
+    *LOGICAL_OPS,
 )
 """Ops where each output element depends on one element of each operand
 (`ClipOp` has attributes; `BiasAddOp` indexes its bias by one axis)."""
@@ -492,4 +525,18 @@ __all__ = [
     "tile_output_shape",
     "transpose_axes",
     "transpose_output_shape",
+    "COMPARISON_OPS",
+    "LOGICAL_OPS",
+    "ComparisonOp",
+    "EqualOp",
+    "NotEqualOp",
+    "LessOp",
+    "LessEqualOp",
+    "GreaterOp",
+    "GreaterEqualOp",
+    "LogicalBinaryOp",
+    "LogicalAndOp",
+    "LogicalOrOp",
+    "LogicalXorOp",
+    "LogicalNotOp",
 ]

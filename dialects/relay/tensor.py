@@ -1,5 +1,5 @@
 """Elementwise tensor ops (TVM's relay/op/tensor): arithmetic with numpy
-broadcasting, unary math, clip."""
+broadcasting, unary math, clip, comparisons and logic (i1 results)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from xdsl.utils.exceptions import VerifyException
 from byoc.dialects.relay.base import (
     RelayOp,
     _error,
+    any_tensor_of,
     _string_attr,
     broadcast_shapes,
     check_result,
@@ -62,19 +63,29 @@ class ElementwiseBinaryOp(RelayOp, abc.ABC):
             lt, rt = lhs.type, rhs.type
             assert isinstance(lt, TensorType) and isinstance(rt, TensorType)
             shape = broadcast_shapes(lt.get_shape(), rt.get_shape(), self.name)
-            result_type = TensorType(lt.element_type, shape)
+            result_type = TensorType(self.result_element(lt.element_type), shape)
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
+    @classmethod
+    def result_element(cls, element: Attribute) -> Attribute:
+        """The result's element type for operands of `element`: the same."""
+        return element
+
+    def operand_type(self, value: SSAValue, what: str) -> TensorType:
+        """The tensor type of operand `what`, or a VerifyException if the op
+        does not take its element type."""
+        return tensor_of(value, self.name, what, self.INTEGER_DATA)
+
     def verify_(self) -> None:
-        lt = tensor_of(self.lhs, self.name, "lhs", self.INTEGER_DATA)
-        rt = tensor_of(self.rhs, self.name, "rhs", self.INTEGER_DATA)
+        lt = self.operand_type(self.lhs, "lhs")
+        rt = self.operand_type(self.rhs, "rhs")
         if lt.element_type != rt.element_type:
             raise VerifyException(
                 f"'{self.name}': operands have different element types "
                 f"{lt.element_type} and {rt.element_type}"
             )
         shape = broadcast_shapes(lt.get_shape(), rt.get_shape(), self.name)
-        check_result(self, shape, lt.element_type)
+        check_result(self, shape, self.result_element(lt.element_type))
 
 
 class ElementwiseUnaryOp(RelayOp, abc.ABC):
@@ -116,21 +127,27 @@ class ElementwiseUnaryOp(RelayOp, abc.ABC):
 
 @irdl_op_definition
 class AddOp(ElementwiseBinaryOp):
-    """Elementwise `lhs + rhs`."""
+    """Elementwise `lhs + rhs` (integers wrap around, as numpy's)."""
+
+    INTEGER_DATA: ClassVar[bool] = True
 
     name = "relay.add"
 
 
 @irdl_op_definition
 class SubtractOp(ElementwiseBinaryOp):
-    """Elementwise `lhs - rhs`."""
+    """Elementwise `lhs - rhs` (integers wrap around, as numpy's)."""
+
+    INTEGER_DATA: ClassVar[bool] = True
 
     name = "relay.subtract"
 
 
 @irdl_op_definition
 class MultiplyOp(ElementwiseBinaryOp):
-    """Elementwise `lhs * rhs`."""
+    """Elementwise `lhs * rhs` (integers wrap around, as numpy's)."""
+
+    INTEGER_DATA: ClassVar[bool] = True
 
     name = "relay.multiply"
 
@@ -467,3 +484,111 @@ class GeluOp(ElementwiseUnaryOp):
                 self.name,
                 f'approximate "{self.approximate.data}" is not one of "none", "tanh"',
             )
+
+
+# --- Comparisons and logic: i1 results -----------------------------------------
+
+_I1 = IntegerType(1)
+
+
+class ComparisonOp(ElementwiseBinaryOp, abc.ABC):
+    """Elementwise comparison of two operands of one element type (float,
+    integer or i1) with numpy broadcasting; the result is i1. On floats a NaN
+    compares false, except by `not_equal` (IEEE, as numpy)."""
+
+    @classmethod
+    def result_element(cls, element: Attribute) -> Attribute:
+        return _I1
+
+    def operand_type(self, value: SSAValue, what: str) -> TensorType:
+        return any_tensor_of(value, self.name, what)
+
+
+@irdl_op_definition
+class EqualOp(ComparisonOp):
+    """Elementwise `lhs == rhs`."""
+
+    name = "relay.equal"
+
+
+@irdl_op_definition
+class NotEqualOp(ComparisonOp):
+    """Elementwise `lhs != rhs` (true where either is NaN)."""
+
+    name = "relay.not_equal"
+
+
+@irdl_op_definition
+class LessOp(ComparisonOp):
+    """Elementwise `lhs < rhs` (false < true for i1)."""
+
+    name = "relay.less"
+
+
+@irdl_op_definition
+class LessEqualOp(ComparisonOp):
+    """Elementwise `lhs <= rhs`."""
+
+    name = "relay.less_equal"
+
+
+@irdl_op_definition
+class GreaterOp(ComparisonOp):
+    """Elementwise `lhs > rhs`."""
+
+    name = "relay.greater"
+
+
+@irdl_op_definition
+class GreaterEqualOp(ComparisonOp):
+    """Elementwise `lhs >= rhs`."""
+
+    name = "relay.greater_equal"
+
+
+def _boolean(value: SSAValue | Attribute, op_name: str, what: str) -> TensorType:
+    typ = any_tensor_of(value, op_name, what)
+    if typ.element_type != _I1:
+        raise VerifyException(
+            f"'{op_name}': {what} must have element type i1, got {typ.element_type}"
+        )
+    return typ
+
+
+class LogicalBinaryOp(ElementwiseBinaryOp, abc.ABC):
+    """Elementwise logic of two i1 operands with numpy broadcasting: an i1 result."""
+
+    def operand_type(self, value: SSAValue, what: str) -> TensorType:
+        return _boolean(value, self.name, what)
+
+
+@irdl_op_definition
+class LogicalAndOp(LogicalBinaryOp):
+    """Elementwise `lhs and rhs` of i1 tensors."""
+
+    name = "relay.logical_and"
+
+
+@irdl_op_definition
+class LogicalOrOp(LogicalBinaryOp):
+    """Elementwise `lhs or rhs` of i1 tensors."""
+
+    name = "relay.logical_or"
+
+
+@irdl_op_definition
+class LogicalXorOp(LogicalBinaryOp):
+    """Elementwise `lhs != rhs` of i1 tensors."""
+
+    name = "relay.logical_xor"
+
+
+@irdl_op_definition
+class LogicalNotOp(ElementwiseUnaryOp):
+    """Elementwise `not data` of an i1 tensor."""
+
+    name = "relay.logical_not"
+
+    def verify_(self) -> None:
+        typ = _boolean(self.data, self.name, "data")
+        check_result(self, typ.get_shape(), _I1)

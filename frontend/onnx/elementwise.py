@@ -1,14 +1,14 @@
-"""Converters of elementwise ONNX operators: arithmetic, unary math, Clip."""
+"""Converters of elementwise ONNX operators: arithmetic, unary math, Clip,
+comparisons and logic."""
 
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
-from xdsl.dialects.builtin import AnyFloat, f32, f64
-from xdsl.ir import Attribute, SSAValue
+from xdsl.dialects.builtin import AnyFloat, f32, f64, i1
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from byoc.dialects import relay
 from byoc.frontend.onnx.graph import (
@@ -16,9 +16,6 @@ from byoc.frontend.onnx.graph import (
     Node,
     shape_of,
 )
-
-if TYPE_CHECKING:
-    pass
 
 Shape = tuple[int, ...]
 
@@ -150,11 +147,57 @@ def _clip(node: Node) -> SSAValue:
     return node.emit(relay.ClipOp(node.value(0), low, high))
 
 
+def _same_types(op_type: type[Operation]) -> Converter:
+    """A binary op whose two inputs must have one element type (ONNX's `T`)."""
+
+    def convert(node: Node) -> SSAValue:
+        lhs, rhs = node.value(0), node.value(1)
+        lt, rt = (v.type.element_type for v in (lhs, rhs))  # type: ignore[attr-defined]
+        if lt != rt:
+            raise node.error(f"its inputs have different element types {lt} and {rt}")
+        return node.emit(op_type(lhs, rhs))
+
+    return convert
+
+
+def _arithmetic(op_type: type[relay.ElementwiseBinaryOp]) -> Converter:
+    """Add, Sub, Mul, Div: floats, or integers where relay's op takes them."""
+    same = _same_types(op_type)
+
+    def convert(node: Node) -> SSAValue:
+        element = node.value(0).type.element_type  # type: ignore[attr-defined]
+        if not isinstance(element, AnyFloat) and not (
+            op_type.INTEGER_DATA and relay.is_integer_element(element)
+        ):
+            raise node.error(f"{node.op_type} of {element} tensors is not supported")
+        return same(node)
+
+    return convert
+
+
+def _logical(op_type: type[relay.LogicalBinaryOp]) -> Converter:
+    def convert(node: Node) -> SSAValue:
+        for i in range(2):
+            element = node.value(i).type.element_type  # type: ignore[attr-defined]
+            if element != i1:
+                raise node.error(f"input {i} must be a bool tensor, got {element}")
+        return node.emit(op_type(node.value(0), node.value(1)))
+
+    return convert
+
+
+def _not(node: Node) -> SSAValue:
+    element = node.value(0).type.element_type  # type: ignore[attr-defined]
+    if element != i1:
+        raise node.error(f"its input must be a bool tensor, got {element}")
+    return node.emit(relay.LogicalNotOp(node.value(0)))
+
+
 CONVERTERS: dict[str, Converter] = {
-    "Add": _binary(relay.AddOp),
-    "Sub": _binary(relay.SubtractOp),
-    "Mul": _binary(relay.MultiplyOp),
-    "Div": _binary(relay.DivideOp),
+    "Add": _arithmetic(relay.AddOp),
+    "Sub": _arithmetic(relay.SubtractOp),
+    "Mul": _arithmetic(relay.MultiplyOp),
+    "Div": _arithmetic(relay.DivideOp),
     "Pow": _pow,
     "Max": _variadic(relay.MaximumOp),
     "Min": _variadic(relay.MinimumOp),
@@ -185,4 +228,13 @@ CONVERTERS: dict[str, Converter] = {
     "Shrink": _with_attrs(relay.ShrinkOp, bias=0.0, lambd=0.5),
     "Gelu": _gelu,
     "PRelu": _prelu,
+    "Equal": _same_types(relay.EqualOp),
+    "Less": _same_types(relay.LessOp),
+    "LessOrEqual": _same_types(relay.LessEqualOp),
+    "Greater": _same_types(relay.GreaterOp),
+    "GreaterOrEqual": _same_types(relay.GreaterEqualOp),
+    "And": _logical(relay.LogicalAndOp),
+    "Or": _logical(relay.LogicalOrOp),
+    "Xor": _logical(relay.LogicalXorOp),
+    "Not": _not,
 }

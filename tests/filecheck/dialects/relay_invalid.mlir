@@ -54,3 +54,43 @@ func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {
 }
 // CHECK: relay_invalid.mlir:52:3
 // CHECK: memref<3xf32> should be of base attribute tensor
+
+// -----
+
+func.func @main(%a: tensor<3xf32>, %b: tensor<3xi32>) -> tensor<3xi1> {
+  %0 = relay.less %a, %b : (tensor<3xf32>, tensor<3xi32>) -> tensor<3xi1>
+  func.return %0 : tensor<3xi1>
+}
+// CHECK: relay_invalid.mlir:61:3: error: 'relay.less': operands have different element types f32 and i32
+
+// -----
+
+func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = relay.equal %a, %a : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  func.return %0 : tensor<3xf32>
+}
+// CHECK: relay_invalid.mlir:69:3: error: 'relay.equal': result type tensor<3xf32> does not match the inferred type tensor<3xi1>
+
+// -----
+
+func.func @main(%a: tensor<3xi1>, %b: tensor<3xi8>) -> tensor<3xi1> {
+  %0 = relay.logical_and %a, %b : (tensor<3xi1>, tensor<3xi8>) -> tensor<3xi1>
+  func.return %0 : tensor<3xi1>
+}
+// CHECK: relay_invalid.mlir:77:3: error: 'relay.logical_and': rhs must have element type i1, got i8
+
+// -----
+
+func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = relay.logical_not %a : (tensor<3xf32>) -> tensor<3xf32>
+  func.return %0 : tensor<3xf32>
+}
+// CHECK: relay_invalid.mlir:85:3: error: 'relay.logical_not': data must have element type i1, got f32
+
+// -----
+
+func.func @main(%a: tensor<3xi1>) -> tensor<3xi1> {
+  %0 = relay.add %a, %a : (tensor<3xi1>, tensor<3xi1>) -> tensor<3xi1>
+  func.return %0 : tensor<3xi1>
+}
+// CHECK: relay_invalid.mlir:93:3: error: 'relay.add': lhs must have a float or integer element type, got i1

@@ -293,3 +293,35 @@ func.func @windows_3d_and_transposed(%x: tensor<1x2x4x4x4xf32>, %w: tensor<3x2x3
   %4 = relay.nn.conv2d_transpose %p, %q {groups = 2 : i64} : (tensor<1x4x3x3xf32>, tensor<4x1x2x2xf32>) -> tensor<1x2x4x4xf32>
   func.return %3, %4 : tensor<1x1x5x4x5xf32>, tensor<1x2x4x4xf32>
 }
+
+// CHECK-LABEL: func.func @comparisons_and_logic(
+// CHECK-NEXT:    %0 = relay.equal %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+// CHECK-NEXT:    %1 = relay.not_equal %i, %i : (tensor<2x3xi64>, tensor<2x3xi64>) -> tensor<2x3xi1>
+// CHECK-NEXT:    %2 = relay.less %x, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+// CHECK-NEXT:    %3 = relay.less_equal %u, %u : (tensor<3xui8>, tensor<3xui8>) -> tensor<3xi1>
+// CHECK-NEXT:    %4 = relay.greater %0, %1 : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
+// CHECK-NEXT:    %5 = relay.greater_equal %y, %y : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+// CHECK-NEXT:    %6 = relay.logical_and %2, %3 : (tensor<2x3xi1>, tensor<3xi1>) -> tensor<2x3xi1>
+// CHECK-NEXT:    %7 = relay.logical_or %6, %4 : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
+// CHECK-NEXT:    %8 = relay.logical_xor %7, %5 : (tensor<2x3xi1>, tensor<3xi1>) -> tensor<2x3xi1>
+// CHECK-NEXT:    %9 = relay.logical_not %8 : (tensor<2x3xi1>) -> tensor<2x3xi1>
+// CHECK-NEXT:    %10 = relay.add %i, %i : (tensor<2x3xi64>, tensor<2x3xi64>) -> tensor<2x3xi64>
+// CHECK-NEXT:    %11 = relay.multiply %u, %u : (tensor<3xui8>, tensor<3xui8>) -> tensor<3xui8>
+// GENERIC-LABEL: sym_name = "comparisons_and_logic"
+// GENERIC:       "relay.equal"(%x, %y) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+// GENERIC:       "relay.logical_not"(%{{.*}}) : (tensor<2x3xi1>) -> tensor<2x3xi1>
+func.func @comparisons_and_logic(%x: tensor<2x3xf32>, %y: tensor<3xf32>, %i: tensor<2x3xi64>, %u: tensor<3xui8>) -> (tensor<2x3xi1>, tensor<2x3xi64>, tensor<3xui8>) {
+  %0 = relay.equal %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+  %1 = relay.not_equal %i, %i : (tensor<2x3xi64>, tensor<2x3xi64>) -> tensor<2x3xi1>
+  %2 = relay.less %x, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+  %3 = relay.less_equal %u, %u : (tensor<3xui8>, tensor<3xui8>) -> tensor<3xi1>
+  %4 = relay.greater %0, %1 : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
+  %5 = relay.greater_equal %y, %y : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+  %6 = relay.logical_and %2, %3 : (tensor<2x3xi1>, tensor<3xi1>) -> tensor<2x3xi1>
+  %7 = relay.logical_or %6, %4 : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
+  %8 = relay.logical_xor %7, %5 : (tensor<2x3xi1>, tensor<3xi1>) -> tensor<2x3xi1>
+  %9 = relay.logical_not %8 : (tensor<2x3xi1>) -> tensor<2x3xi1>
+  %10 = relay.add %i, %i : (tensor<2x3xi64>, tensor<2x3xi64>) -> tensor<2x3xi64>
+  %11 = relay.multiply %u, %u : (tensor<3xui8>, tensor<3xui8>) -> tensor<3xui8>
+  func.return %9, %10, %11 : tensor<2x3xi1>, tensor<2x3xi64>, tensor<3xui8>
+}

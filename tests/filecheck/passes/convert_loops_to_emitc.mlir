@@ -175,3 +175,32 @@ func.func @scalar_ops(%x: f32, %i: index, %n: i32, %out: memref<f32>, %iout: mem
   memref.store %sum, %iout[] : memref<i32>
   func.return %sum : i32
 }
+
+// Integer arithmetic marked to wrap is computed unsigned, at least 32 bits wide
+// (signed overflow is undefined in C; 16-bit operands would be promoted to a
+// signed int), and converted back; unmarked integer arithmetic stays as it is.
+// CHECK-LABEL: emitc.func @wrapping(
+// CHECK:         %[[A:.*]] = emitc.cast %{{.*}} : i16 to ui32
+// CHECK-NEXT:    %[[B:.*]] = emitc.cast %{{.*}} : i16 to ui32
+// CHECK-NEXT:    %[[M:.*]] = emitc.mul %[[A]], %[[B]] : (ui32, ui32) -> ui32
+// CHECK-NEXT:    emitc.cast %[[M]] : ui32 to i16
+// CHECK:         %[[C:.*]] = emitc.cast %{{.*}} : i64 to ui64
+// CHECK-NEXT:    %[[D:.*]] = emitc.cast %{{.*}} : i64 to ui64
+// CHECK-NEXT:    %[[S:.*]] = emitc.add %[[C]], %[[D]] : (ui64, ui64) -> ui64
+// CHECK-NEXT:    emitc.cast %[[S]] : ui64 to i64
+// CHECK:         emitc.sub %{{.*}}, %{{.*}} : (i64, i64) -> i64
+func.func @wrapping(%x: memref<2xi16>, %a: memref<2xi64>, %o16: memref<2xi16>, %o64: memref<2xi64>) -> i32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %s = arith.constant 0 : i32
+  %x0 = memref.load %x[%c0] : memref<2xi16>
+  %x1 = memref.load %x[%c1] : memref<2xi16>
+  %a0 = memref.load %a[%c0] : memref<2xi64>
+  %a1 = memref.load %a[%c1] : memref<2xi64>
+  %0 = arith.muli %x0, %x1 {byoc.wraps} : i16
+  %1 = arith.addi %a0, %a1 {byoc.wraps} : i64
+  %2 = arith.subi %1, %a1 : i64
+  memref.store %0, %o16[%c0] : memref<2xi16>
+  memref.store %2, %o64[%c0] : memref<2xi64>
+  func.return %s : i32
+}

@@ -222,3 +222,32 @@ func.func @integer_extremes(%x: tensor<ui8>, %y: tensor<ui8>, %a: tensor<i32>, %
 // CHECK-NEXT:       %[[E:.*]] = arith.cmpi ugt, %[[O]], %[[G]] : i1
 // CHECK-NEXT:       %[[S:.*]] = arith.select %[[E]], %[[O]], %[[G]] : i1
 // CHECK-NEXT:       memref.store %[[S]], %out2[] : memref<i1>
+
+// Comparisons give i1: arith.cmpf on floats (ordered, but `une` for
+// not_equal, true on NaN as numpy's !=), arith.cmpi on integers, signed or
+// unsigned by the element type (i1 compares unsigned: false < true); logic is
+// bitwise on i1 (not: xor with true). Integer arithmetic is marked to wrap.
+func.func @compare_and_logic(%a: tensor<4xi32>, %b: tensor<4xi32>, %u: tensor<4xui8>, %x: tensor<4xf32>, %y: tensor<4xf32>, %p: tensor<4xi1>) -> (tensor<4xi32>, tensor<4xi1>, tensor<4xi1>, tensor<4xi1>, tensor<4xi1>) {
+  %0 = relay.multiply %a, %b : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  %1 = relay.not_equal %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  %2 = relay.less_equal %a, %b : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi1>
+  %3 = relay.logical_not %2 : (tensor<4xi1>) -> tensor<4xi1>
+  %4 = relay.logical_or %1, %3 : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+  %5 = relay.greater %u, %u : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xi1>
+  %6 = relay.less %p, %p : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+  %7 = relay.equal %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  %8 = relay.logical_xor %6, %7 : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+  func.return %0, %4, %2, %5, %8 : tensor<4xi32>, tensor<4xi1>, tensor<4xi1>, tensor<4xi1>, tensor<4xi1>
+}
+
+// CHECK-LABEL:  func.func @compare_and_logic(
+// CHECK:          arith.muli %{{.*}}, %{{.*}} {byoc.wraps} : i32
+// CHECK:          arith.cmpi sle, %{{.*}}, %{{.*}} : i32
+// CHECK:          arith.cmpf une, %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT:     %[[P:.*]] = memref.load %out2
+// CHECK-NEXT:     %[[N:.*]] = arith.xori %[[P]], %c1_i1 : i1
+// CHECK-NEXT:     arith.ori %{{.*}}, %[[N]] : i1
+// CHECK:          arith.cmpi ugt, %{{.*}}, %{{.*}} : ui8
+// CHECK:          arith.cmpi ult, %{{.*}}, %{{.*}} : i1
+// CHECK:          arith.cmpf oeq, %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT:     arith.xori %{{.*}}, %{{.*}} : i1
