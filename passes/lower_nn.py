@@ -20,6 +20,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from byoc.dialects import relay
 from byoc.passes.loop_nests import (
+    I32,
     INDEX,
     BodyBuilder,
     alloc,
@@ -1069,6 +1070,80 @@ def _integer_extreme_into(
     store(inner, integer_max_min(inner, is_max, load(inner, out, at), value), out, at)
 
 
+_FLOAT_BETTER = {  # arith.cmpf: (strictly better, better or equal), by is_max
+    True: (IntegerAttr(2, i64), IntegerAttr(3, i64)),  # ogt, oge
+    False: (IntegerAttr(4, i64), IntegerAttr(5, i64)),  # olt, ole
+}
+_UNORDERED = IntegerAttr(14, i64)  # arith.cmpf uno: either is NaN
+_INTEGER_BETTER = {  # arith.cmpi: (signed, unsigned) x (strict, or equal), by is_max
+    True: ((IntegerAttr(4, i64), IntegerAttr(5, i64)), (IntegerAttr(8, i64), IntegerAttr(9, i64))),
+    False: ((IntegerAttr(2, i64), IntegerAttr(3, i64)), (IntegerAttr(6, i64), IntegerAttr(7, i64))),
+}
+
+
+def _replaces(
+    b: BodyBuilder, is_max: bool, last: bool, value: SSAValue, best: SSAValue
+) -> SSAValue:
+    """Whether `value`, met after `best` in row-major order, is the new extreme:
+    strictly beyond it (or as far, to keep the last), or a NaN where `best` is
+    not one (the first NaN; with `last`, any NaN)."""
+    typ = value.type
+    if isinstance(typ, IntegerType):
+        unsigned = typ.width.data == 1 or typ.signedness.data == Signedness.UNSIGNED
+        predicate = _INTEGER_BETTER[is_max][unsigned][last]
+        return b.scalar(arith.CmpiOp, value, best, result_type=i1, properties={"predicate": predicate})
+    fastmath = {"fastmath": arith.FastMathFlagsAttr("none")}
+
+    def cmpf(predicate: IntegerAttr, x: SSAValue, y: SSAValue) -> SSAValue:
+        return b.scalar(arith.CmpfOp, x, y, result_type=i1, properties={"predicate": predicate, **fastmath})
+
+    beyond = cmpf(_FLOAT_BETTER[is_max][last], value, best)
+    is_nan = cmpf(_UNORDERED, value, value)
+    if not last:
+        best_is_number = b.scalar(arith.XOrIOp, cmpf(_UNORDERED, best, best), b.constant(1, i1))
+        is_nan = b.scalar(arith.AndIOp, is_nan, best_is_number)
+    return b.scalar(arith.OrIOp, beyond, is_nan)
+
+
+def lower_arg_reduce(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.argmax` / `argmin`: one row-major walk over `data` keeping
+    each output's extreme so far (in a scratch buffer shaped like the output)
+    and its row-major position within the reduced axes."""
+    assert isinstance(op, relay.ArgReduceOp)
+    (data,), (out,) = operands, results
+    is_max = isinstance(op, relay.ArgmaxOp)
+    last = bool(op.attrs()["select_last_index"])
+    reduced = set(op.reduced_axes())
+    shape = shape_of(data)
+    typ = element_type_of(data)
+    if typ == i1:
+        start: float | int = 0 if is_max else 1
+    elif isinstance(typ, IntegerType):
+        start = relay.integer_range(typ)[0 if is_max else 1]
+    else:
+        start = -pymath.inf if is_max else pymath.inf
+    best = scratch(b, shape_of(out), typ, "best")
+    fill(b, best, b.constant(start, typ))
+    fill(b, out, b.constant(0, I32))
+    inner, ivs = nest(b, shape)
+    keepdims = bool(op.attrs()["keepdims"])
+    at = [0 if d in reduced else iv for d, iv in enumerate(ivs) if keepdims or d not in reduced]
+    position: Index = 0
+    for d in sorted(reduced):
+        position = index_add(inner, index_mul(inner, position, shape[d]), ivs[d])
+    value, current = load(inner, data, ivs), load(inner, best, at)
+    replaces = _replaces(inner, is_max, last, value, current)
+    index = inner.scalar(arith.IndexCastOp, value_of(inner, position), result_type=I32)
+    store(inner, select(inner, replaces, value, current), best, at)
+    store(inner, select(inner, replaces, index, load(inner, out, at)), out, at)
+    release(b, best)
+
+
 def lower_global_avg_pool2d(
     b: BodyBuilder,
     op: Operation,
@@ -1329,6 +1404,8 @@ NN_LOWERINGS: dict[type[Operation], OpLowering] = {
     relay.LrnOp: lower_lrn,
     relay.InstanceNormOp: lower_instance_norm,
     relay.SumOp: lower_reduce,
+    relay.ArgmaxOp: lower_arg_reduce,
+    relay.ArgminOp: lower_arg_reduce,
     relay.MeanOp: lower_reduce,
     relay.MaxOp: lower_reduce,
     relay.MinOp: lower_reduce,

@@ -608,6 +608,30 @@ def _min(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
     return np.min(x, axis=axis, keepdims=keepdims, initial=_extreme(x, False))
 
 
+def _arg_extreme(is_max: bool) -> Kernel:
+    """relay.argmax / argmin: the reduced axes moved last and flattened (their
+    row-major position), numpy's first extreme (a NaN is one), or the last with
+    `select_last_index` (the first of the reversed rows)."""
+
+    def kernel(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+        (data,) = args
+        assert isinstance(op, relay.ArgReduceOp)
+        axes = op.reduced_axes()
+        attrs = _attrs(op)
+        kept = [d for d in range(data.ndim) if d not in axes]
+        rows = np.transpose(data, (*kept, *axes)).reshape(*(data.shape[d] for d in kept), -1)
+        find = np.argmax if is_max else np.argmin
+        if attrs["select_last_index"]:
+            index = rows.shape[-1] - 1 - find(rows[..., ::-1], axis=-1)
+        else:
+            index = find(rows, axis=-1)
+        if attrs["keepdims"]:
+            index = index.reshape([1 if d in axes else n for d, n in enumerate(data.shape)])
+        return np.asarray(index, np.int32)
+
+    return kernel
+
+
 def _constant(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     assert isinstance(op, relay.ConstantOp)
     return op.to_numpy()
@@ -708,6 +732,8 @@ REFERENCE: dict[str, Kernel] = {
     relay.LogicalOrOp.name: _elementwise(np.logical_or),
     relay.LogicalXorOp.name: _elementwise(np.logical_xor),
     relay.LogicalNotOp.name: _elementwise(np.logical_not),
+    relay.ArgmaxOp.name: _arg_extreme(True),
+    relay.ArgminOp.name: _arg_extreme(False),
     relay.ConstantOp.name: _constant,
     **QNN_REFERENCE,
 }

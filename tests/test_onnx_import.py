@@ -615,6 +615,13 @@ case(
     XZ,
     initializers={"h": np.array(0.0, np.float32)},
 )
+for op in ("ArgMax", "ArgMin"):
+    # The int64 index, cast to float so the case's output is declared float.
+    case(
+        f"{op.lower()}-cast",
+        [N(op, ["x"], ["i"], axis=1, keepdims=0), N("Cast", ["i"], ["y"], to=TensorProto.FLOAT)],
+        X234,
+    )
 case(
     "where-constant-condition",
     [N("Where", ["c", "x", "z"], ["y"])],

@@ -104,6 +104,9 @@ from byoc.dialects.relay.qnn import (
     RequantizeOp,
 )
 from byoc.dialects.relay.reduce import (
+    ArgmaxOp,
+    ArgminOp,
+    ArgReduceOp,
     MaxOp,
     MeanOp,
     MinOp,
@@ -334,6 +337,8 @@ copy. Like SHAPE_OPS they take tensors of any element type."""
 IMAGE_OPS: tuple[type[InferredOp], ...] = (Resize2dOp,)
 """TVM's relay/op/image: resize2d."""
 REDUCTION_OPS: tuple[type[ReduceOp], ...] = (SumOp, MeanOp, MaxOp, MinOp, ProdOp)
+ARG_REDUCTION_OPS: tuple[type[ArgReduceOp], ...] = (ArgmaxOp, ArgminOp)
+"""Reductions to the index of the extreme (i32 results)."""
 
 RELAY_OPS: tuple[type[RelayOp], ...] = (
     *ELEMENTWISE_OPS,
@@ -345,6 +350,7 @@ RELAY_OPS: tuple[type[RelayOp], ...] = (
     *TRANSFORM_OPS,
     *IMAGE_OPS,
     *REDUCTION_OPS,
+    *ARG_REDUCTION_OPS,
     *QNN_OPS,
     ConstantOp,
 )
@@ -539,4 +545,8 @@ __all__ = [
     "LogicalOrOp",
     "LogicalXorOp",
     "LogicalNotOp",
+    "ARG_REDUCTION_OPS",
+    "ArgmaxOp",
+    "ArgminOp",
+    "ArgReduceOp",
 ]

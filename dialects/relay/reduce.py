@@ -1,4 +1,5 @@
-"""Reductions (TVM's relay/op/reduce): sum, mean, max, min, prod over axes."""
+"""Reductions (TVM's relay/op/reduce): sum, mean, max, min, prod over axes,
+and argmax, argmin (the index of the extreme)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
     TensorType,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, SSAValue
@@ -24,6 +26,7 @@ from xdsl.irdl import (
 from byoc.dialects.relay.base import (
     InferredOp,
     Shape,
+    _error,
     _opt_array,
     _tensors,
     bool_attr,
@@ -89,6 +92,7 @@ class ReduceOp(InferredOp, abc.ABC):
         keepdims: bool = False,
         exclude: bool = False,
         result_type: Attribute | None = None,
+        **extra: Attribute,
     ):
         self._build(
             [data],
@@ -96,6 +100,7 @@ class ReduceOp(InferredOp, abc.ABC):
                 "axis": _opt_array(axis),
                 "keepdims": bool_attr(keepdims),
                 "exclude": bool_attr(exclude),
+                **extra,
             },
             result_type,
         )
@@ -161,3 +166,64 @@ class ProdOp(ReduceOp):
     """The product of `data` over the reduced axes."""
 
     name = "relay.prod"
+
+
+# --- Index reductions ----------------------------------------------------------
+
+
+class ArgReduceOp(ReduceOp, abc.ABC):
+    """The index of the extreme of `data` over the reduced axes, as an i32
+    (TVM's): the row-major position within the reduced axes, the first one
+    among equal extremes (the last with `select_last_index`). A NaN is the
+    extreme of floats, as numpy's argmax and argmin."""
+
+    ANY_ELEMENT: ClassVar[bool] = True
+
+    select_last_index = prop_def(BoolAttr, default_value=bool_attr(False))
+
+    def __init__(
+        self,
+        data: SSAValue,
+        axis: int | Sequence[int] | None = None,
+        keepdims: bool = False,
+        exclude: bool = False,
+        select_last_index: bool = False,
+        result_type: Attribute | None = None,
+    ):
+        super().__init__(
+            data,
+            axis,
+            keepdims,
+            exclude,
+            result_type,
+            select_last_index=bool_attr(select_last_index),
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        reduced = super().infer_type(operand_types, attrs)
+        data = operand_types[0]
+        shape = data.get_shape()
+        axes = reduce_axes(len(shape), attrs["axis"], attrs["exclude"], cls.name)
+        count = 1
+        for axis in axes:
+            count *= shape[axis]
+        if count == 0:
+            raise _error(cls.name, "the reduced axes hold no elements: there is no extreme")
+        if count > 2**31 - 1:
+            raise _error(cls.name, f"the reduced axes hold {count} elements, more than i32 indexes")
+        return TensorType(i32, reduced.get_shape())
+
+
+@irdl_op_definition
+class ArgmaxOp(ArgReduceOp):
+    """The index of the maximum of `data` over the reduced axes (i32)."""
+
+    name = "relay.argmax"
+
+
+@irdl_op_definition
+class ArgminOp(ArgReduceOp):
+    """The index of the minimum of `data` over the reduced axes (i32)."""
+
+    name = "relay.argmin"

@@ -1,5 +1,6 @@
 """Converters of ONNX reductions: ReduceSum/Mean/Max/Min/Prod, the ones built
-from them (L1, L2, SumSquare, LogSum, LogSumExp), and the axes they share."""
+from them (L1, L2, SumSquare, LogSum, LogSumExp), the axes they share, and
+ArgMax/ArgMin."""
 
 
 from __future__ import annotations
@@ -89,6 +90,28 @@ def _reduce_log_sum_exp(node: Node) -> SSAValue:
     return node.emit(relay.ReshapeOp(out, relay.reduce_output_shape(shape, axes)))
 
 
+def _arg_extreme(op_type: type[relay.ArgReduceOp]) -> Converter:
+    """ArgMax/ArgMin: relay's i32 index, cast to ONNX's int64."""
+
+    def convert(node: Node) -> SSAValue:
+        data = node.value(0)
+        rank = len(shape_of(data))
+        axis = node.attr("axis", 0)
+        if not isinstance(axis, int) or not -max(rank, 1) <= axis < max(rank, 1):
+            raise node.error(f"axis {axis} is out of range for rank {rank}")
+        keepdims = bool(node.attr("keepdims", 1))
+        last = bool(node.attr("select_last_index", 0))
+        if rank == 0:
+            index = node.emit(relay.ConstantOp.from_numpy(np.zeros((), np.int32)))
+        else:
+            index = node.emit(
+                op_type(data, axis=[axis], keepdims=keepdims, select_last_index=last)
+            )
+        return node.emit(relay.CastOp(index, "int64"))
+
+    return convert
+
+
 CONVERTERS: dict[str, Converter] = {
     "ReduceSum": _reduce(relay.SumOp),
     "ReduceMean": _reduce(relay.MeanOp),
@@ -100,4 +123,6 @@ CONVERTERS: dict[str, Converter] = {
     "ReduceSumSquare": _reduce(relay.SumOp, before=_square),
     "ReduceLogSum": _reduce(relay.SumOp, after=_unary(relay.LogOp)),
     "ReduceLogSumExp": _reduce_log_sum_exp,
+    "ArgMax": _arg_extreme(relay.ArgmaxOp),
+    "ArgMin": _arg_extreme(relay.ArgminOp),
 }

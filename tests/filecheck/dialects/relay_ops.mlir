@@ -325,3 +325,14 @@ func.func @comparisons_and_logic(%x: tensor<2x3xf32>, %y: tensor<3xf32>, %i: ten
   %11 = relay.multiply %u, %u : (tensor<3xui8>, tensor<3xui8>) -> tensor<3xui8>
   func.return %9, %10, %11 : tensor<2x3xi1>, tensor<2x3xi64>, tensor<3xui8>
 }
+
+// CHECK-LABEL: func.func @arg_reductions(
+// CHECK-NEXT:    %0 = relay.argmax %x {axis = array<i64: 1>} : (tensor<2x3x4xf32>) -> tensor<2x4xi32>
+// CHECK-NEXT:    %1 = relay.argmin %i {select_last_index = true, axis = array<i64: 0, 1>, keepdims = true} : (tensor<2x3xi64>) -> tensor<1x1xi32>
+// GENERIC-LABEL: sym_name = "arg_reductions"
+// GENERIC:       "relay.argmax"(%x) <{select_last_index = false, axis = array<i64: 1>, keepdims = false, exclude = false}>
+func.func @arg_reductions(%x: tensor<2x3x4xf32>, %i: tensor<2x3xi64>) -> (tensor<2x4xi32>, tensor<1x1xi32>) {
+  %0 = relay.argmax %x {axis = array<i64: 1>} : (tensor<2x3x4xf32>) -> tensor<2x4xi32>
+  %1 = relay.argmin %i {axis = array<i64: 0, 1>, keepdims = true, select_last_index = true} : (tensor<2x3xi64>) -> tensor<1x1xi32>
+  func.return %0, %1 : tensor<2x4xi32>, tensor<1x1xi32>
+}

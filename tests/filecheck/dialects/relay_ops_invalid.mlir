@@ -650,3 +650,19 @@ func.func @main(%x: tensor<1x4x5x5xf32>, %w: tensor<1x4x3x3x4xf32>) -> tensor<1x
   func.return %0 : tensor<1x4x3x3xf32>
 }
 // CHECK: relay_ops_invalid.mlir:649:3: error: 'relay.nn.conv2d_packed': kernel_layout "OIHW4o" is not one of "OIHW8o", "OIHW32o"
+
+// -----
+
+func.func @main(%a: tensor<3x0xf32>) -> tensor<3xi32> {
+  %0 = relay.argmax %a {axis = array<i64: 1>} : (tensor<3x0xf32>) -> tensor<3xi32>
+  func.return %0 : tensor<3xi32>
+}
+// CHECK: relay_ops_invalid.mlir:657:3: error: 'relay.argmax': the reduced axes hold no elements: there is no extreme
+
+// -----
+
+func.func @main(%a: tensor<3x4xf32>) -> tensor<3xi64> {
+  %0 = relay.argmin %a {axis = array<i64: 1>} : (tensor<3x4xf32>) -> tensor<3xi64>
+  func.return %0 : tensor<3xi64>
+}
+// CHECK: relay_ops_invalid.mlir:665:3: error: 'relay.argmin': result type tensor<3xi64> does not match the inferred type tensor<3xi32>

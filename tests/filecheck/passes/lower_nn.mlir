@@ -399,3 +399,47 @@ func.func @max_pool3d(%x: tensor<1x1x4x4x4xf32>) -> tensor<1x1x2x2x2xf32> {
 // CHECK:                      memref.load %x[%c0, %c0, %[[Z]], %{{.*}}, %{{.*}}] : memref<1x1x4x4x4xf32>
 // CHECK-NEXT:                 memref.load %out0[%c0, %c0, %[[OZ]], %[[OY]], %[[OX]]]
 // CHECK-NEXT:                 arith.maximumf
+
+// argmax: one row-major walk keeping each output's extreme so far (a scratch
+// buffer shaped like the output) and its position along the reduced axes; a
+// value replaces the extreme when strictly beyond it, or when it is the first
+// NaN (ordered compare, then `uno` on both).
+func.func @argmax(%a: tensor<3x5xf32>) -> tensor<3xi32> {
+  %0 = relay.argmax %a {axis = array<i64: 1>} : (tensor<3x5xf32>) -> tensor<3xi32>
+  func.return %0 : tensor<3xi32>
+}
+
+// CHECK-LABEL:  func.func @argmax(%a: memref<3x5xf32>, %out0: memref<3xi32>) -> i32 {
+// CHECK:          %[[BEST:.*]] = memref.alloc() : memref<3xf32>
+// CHECK:          memref.store %cst, %[[BEST]][%{{.*}}] : memref<3xf32>
+// CHECK:          memref.store %c0_i32, %out0[%{{.*}}] : memref<3xi32>
+// CHECK:          scf.for %[[I:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:       scf.for %[[K:.*]] = %c0 to %c5 step %c1 {
+// CHECK-NEXT:         %[[V:.*]] = memref.load %a[%[[I]], %[[K]]] : memref<3x5xf32>
+// CHECK-NEXT:         %[[B:.*]] = memref.load %[[BEST]][%[[I]]] : memref<3xf32>
+// CHECK-NEXT:         %[[GT:.*]] = arith.cmpf ogt, %[[V]], %[[B]] : f32
+// CHECK-NEXT:         %[[VNAN:.*]] = arith.cmpf uno, %[[V]], %[[V]] : f32
+// CHECK-NEXT:         %[[BNAN:.*]] = arith.cmpf uno, %[[B]], %[[B]] : f32
+// CHECK-NEXT:         %[[BNUM:.*]] = arith.xori %[[BNAN]], %c1_i1 : i1
+// CHECK-NEXT:         %[[FIRST:.*]] = arith.andi %[[VNAN]], %[[BNUM]] : i1
+// CHECK-NEXT:         %[[NEW:.*]] = arith.ori %[[GT]], %[[FIRST]] : i1
+// CHECK-NEXT:         %[[POS:.*]] = arith.index_cast %[[K]] : index to i32
+// CHECK-NEXT:         %[[NB:.*]] = arith.select %[[NEW]], %[[V]], %[[B]] : f32
+// CHECK-NEXT:         memref.store %[[NB]], %[[BEST]][%[[I]]] : memref<3xf32>
+// CHECK-NEXT:         %[[OLD:.*]] = memref.load %out0[%[[I]]] : memref<3xi32>
+// CHECK-NEXT:         %[[NI:.*]] = arith.select %[[NEW]], %[[POS]], %[[OLD]] : i32
+// CHECK-NEXT:         memref.store %[[NI]], %out0[%[[I]]] : memref<3xi32>
+// CHECK:          memref.dealloc %[[BEST]] : memref<3xf32>
+
+// argmin of integers over two axes, keeping the last extreme: a signed `sle`,
+// the position row-major within the reduced axes (j * 4 + k).
+func.func @argmin_last(%a: tensor<2x3x4xi8>) -> tensor<2x1x1xi32> {
+  %0 = relay.argmin %a {axis = array<i64: 1, 2>, keepdims = true, select_last_index = true} : (tensor<2x3x4xi8>) -> tensor<2x1x1xi32>
+  func.return %0 : tensor<2x1x1xi32>
+}
+
+// CHECK-LABEL:  func.func @argmin_last(
+// CHECK:            %[[J4:.*]] = arith.muli %{{.*}}, %c4 : index
+// CHECK-NEXT:       %[[POS:.*]] = arith.addi %[[J4]], %{{.*}} : index
+// CHECK:            arith.cmpi sle, %{{.*}}, %{{.*}} : i8
+// CHECK-NEXT:       arith.index_cast %[[POS]] : index to i32
