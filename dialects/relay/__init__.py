@@ -1,8 +1,11 @@
 """The relay dialect: static-shape tensor operators named and ordered as in TVM Relay.
 
-Every op works on ranked, statically shaped float `tensor<...>` values (the
-quantized ops of `qnn` on i8/ui8/i32 ones too). Op and
-attribute names, operand order and attribute defaults follow TVM Relay;
+Every op works on ranked, statically shaped `tensor<...>` values: float ones,
+and integer or i1 ones where the op means the same on them (data movement,
+max/min, integer add/subtract/multiply, comparisons with i1 results, logic on
+i1, argmax/argmin with i32 results; the quantized ops of `qnn` on
+i8/ui8/i32). Op and attribute names, operand order and attribute defaults
+follow TVM Relay;
 attributes are properties (printed in the attr-dict of the custom form, as
 `<{...}>` in the generic form). Verifiers infer the result type with the plain
 `*_output_shape` functions of each family (which tests and other passes may call too)
@@ -10,8 +13,9 @@ and reject anything else with a message naming the op and the operand or
 attribute.
 
 The ops live in one module per family, as TVM splits `relay/op`: `tensor`
-(elementwise), `nn`, `transform` (data movement), `reduce`, `constant`,
-`qnn` (quantized: int8/uint8/int32 tensors, `relay.qnn.*`);
+(elementwise, comparisons, logic), `nn`, `transform` (data movement),
+`reduce`, `constant`, `qnn` (quantized: int8/uint8/int32 tensors,
+`relay.qnn.*`);
 `base` holds what they share. Everything is re-exported here, so
 `from byoc.dialects import relay; relay.AddOp` is the way to name an op.
 """
