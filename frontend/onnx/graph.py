@@ -41,12 +41,24 @@ Shape = tuple[int, ...]
 
 RUNTIME_DTYPES = frozenset(
     np.dtype(t)
-    for t in (np.float32, np.float64, np.bool_, np.int8, np.uint8, np.int16, np.int32, np.int64)
+    for t in (
+        np.float32,
+        np.float64,
+        np.bool_,
+        np.int8,
+        np.uint8,
+        np.int16,
+        np.uint16,
+        np.int32,
+        np.uint32,
+        np.int64,
+        np.uint64,
+    )
 )
 """The dtypes a tensor computed at run time may have (folded values may have any)."""
-RUNTIME_DTYPE_NAMES = "float32, float64, bool, int8, uint8, int16, int32 and int64"
+RUNTIME_DTYPE_NAMES = "float32, float64, bool and 8- to 64-bit (unsigned) integer"
 
-_ONNX_DTYPES = frozenset({1, 2, 3, 5, 6, 7, 9, 11})
+_ONNX_DTYPES = frozenset({1, 2, 3, 4, 5, 6, 7, 9, 11, 12, 13})
 """ONNX TensorProto element types of RUNTIME_DTYPES."""
 
 
