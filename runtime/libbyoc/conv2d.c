@@ -27,6 +27,9 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,14 +160,57 @@ static const rows_fn ROWS_TILES[ROWS_NV + 1] = {NULL, rows_tile_1, rows_tile_2, 
 
 /* ---- COLUMNS: 32 (or 16) channels x up to 12 pixels ------------------------ */
 
-/* tile[q][o] for q < nr, o < 16 nv = sum_k a[k][o] * b[offset[k] + q * step]
- * (+ bias[o], then the activation, unless `e` has a residual: that is added
- * as the tile is stored transposed). `a` a packed panel [K][32] (nv = 1: only
- * its first 16 channels exist). */
+/* Where a COLUMNS tile's outputs go: channel o, tile pixel q at
+ * out[o * plane + q] (and the residual at the same place). */
+typedef struct columns_out {
+  float *out;
+  const float *residual; /* or NULL */
+  const float *bias;     /* 32 of them (zero-padded), or NULL */
+  int64_t plane;         /* floats between two output channels */
+  int64_t rows;          /* channels of the panel that exist (<= 32) */
+} columns_out;
+
+#ifdef __AVX512F__
+/* Transpose the 16x16 matrix in r (rows become columns) in registers: 64
+ * shuffles instead of 256 scalar moves through memory. */
+static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; i++) { /* pairs of rows interleaved, within 128-bit lanes */
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; i++) { /* s[4i + j], lane L: column 4L + j of rows 4i..4i+3 */
+    __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+    __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int j = 0; j < 4; j++) { /* gather lane L of r[j], r[4 + j], r[8 + j], r[12 + j] */
+    __m512 u0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
+    __m512 u1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);
+    __m512 u2 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+    __m512 u3 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
+    t[j] = _mm512_shuffle_f32x4(u0, u2, 0x88);
+    t[4 + j] = _mm512_shuffle_f32x4(u1, u3, 0x88);
+    t[8 + j] = _mm512_shuffle_f32x4(u0, u2, 0xdd);
+    t[12 + j] = _mm512_shuffle_f32x4(u1, u3, 0xdd);
+  }
+  for (int i = 0; i < 16; i++)
+    r[i] = t[i];
+}
+#endif
+
+/* out[o][q] for q < nr, o < 16 nv = act(sum_k a[k][o] * b[offset[k] + q * step]
+ * + bias[o] + residual[o][q]): `a` a packed panel [K][32] (nv = 1: only its
+ * first 16 channels exist). The accumulators hold channels along vectors;
+ * the output has pixels along rows, so they are transposed on the way out:
+ * in registers with AVX-512, else through `tile` ([12][32]) and scalar moves. */
 static inline __attribute__((always_inline)) void
 columns_product(const int nv, const int nr, int64_t k, const float *restrict a,
                 const float *restrict b, const int64_t *restrict offset, int64_t step,
-                const float *bias, const epilogue *e, float *restrict tile) {
+                const columns_out *t, const epilogue *e, float *restrict tile) {
   vec acc[COLS_NR][2];
 #pragma GCC unroll 12
   for (int q = 0; q < nr; q++)
@@ -185,32 +231,69 @@ columns_product(const int nv, const int nr, int64_t k, const float *restrict a,
         acc[q][v] += x * w[v];
     }
   }
+#ifdef __AVX512F__
+  (void)tile;
+  const __mmask16 lanes = (__mmask16)((1u << nr) - 1);
+#pragma GCC unroll 2
+  for (int v = 0; v < nv; v++) {
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int q = 0; q < 16; q++)
+      r[q] = q < nr ? (__m512)acc[q][v] : _mm512_setzero_ps();
+    transpose16(r);
+    int64_t rows = min64(LANES, t->rows - v * LANES);
+#pragma GCC unroll 16
+    for (int o = 0; o < 16; o++) {
+      if (o >= rows)
+        break;
+      int64_t at = (v * LANES + o) * t->plane;
+      vec y = (vec)r[o];
+      if (t->bias != NULL)
+        y += t->bias[v * LANES + o];
+      if (t->residual != NULL)
+        y += (vec)_mm512_maskz_loadu_ps(lanes, t->residual + at);
+      _mm512_mask_storeu_ps(t->out + at, lanes, (__m512)act_vector(e, y));
+    }
+  }
+#else
   vec add[2] = {splat(0.0f), splat(0.0f)};
-  if (bias != NULL) {
-    add[0] = load(bias);
+  if (t->bias != NULL) {
+    add[0] = load(t->bias);
     if (nv == 2)
-      add[1] = load(bias + LANES);
+      add[1] = load(t->bias + LANES);
   }
 #pragma GCC unroll 12
   for (int q = 0; q < nr; q++)
 #pragma GCC unroll 2
     for (int v = 0; v < nv; v++) {
       vec y = acc[q][v] + add[v];
-      store(tile + q * COLS_WIDTH + v * LANES, e->residual == NULL ? act_vector(e, y) : y);
+      store(tile + q * COLS_WIDTH + v * LANES, t->residual == NULL ? act_vector(e, y) : y);
     }
+  for (int64_t o = 0; o < t->rows; o++) {
+    float *dst = t->out + o * t->plane;
+    if (t->residual == NULL) {
+      for (int q = 0; q < nr; q++)
+        dst[q] = tile[q * COLS_WIDTH + o];
+      continue;
+    }
+    const float *res = t->residual + o * t->plane;
+    for (int q = 0; q < nr; q++)
+      dst[q] = act_scalar(e, tile[q * COLS_WIDTH + o] + res[q]);
+  }
+#endif
 }
 
 typedef void (*columns_fn)(int64_t, const float *restrict, const float *restrict,
-                           const int64_t *restrict, int64_t, const float *, const epilogue *,
-                           float *restrict);
+                           const int64_t *restrict, int64_t, const columns_out *,
+                           const epilogue *, float *restrict);
 
 #define COLUMNS_TILE(nv, nr)                                                         \
   static void columns_tile_##nv##_##nr(int64_t k, const float *restrict a,           \
                                        const float *restrict b,                      \
                                        const int64_t *restrict offset, int64_t step, \
-                                       const float *bias, const epilogue *e,         \
+                                       const columns_out *t, const epilogue *e,      \
                                        float *restrict tile) {                       \
-    columns_product(nv, nr, k, a, b, offset, step, bias, e, tile);                   \
+    columns_product(nv, nr, k, a, b, offset, step, t, e, tile);                      \
   }
 #define COLUMNS_TILES(nv)                                                            \
   COLUMNS_TILE(nv, 1) COLUMNS_TILE(nv, 2) COLUMNS_TILE(nv, 3) COLUMNS_TILE(nv, 4)     \
@@ -363,24 +446,16 @@ static void columns_chunk(void *context, int64_t index) {
   for (int64_t t = part * j->per_group; t < min64(total, (part + 1) * j->per_group); t++) {
     int64_t y = t / j->row_tiles, r = t % j->row_tiles;
     int64_t x0 = r * line / j->row_tiles, x1 = (r + 1) * line / j->row_tiles;
-    int nr = (int)(x1 - x0);
-    COLUMNS_TILES_OF[nv][nr](j->k, a, source + y * row_step + x0 * step, j->offset, step,
-                             bias, &j->e, tile);
     int64_t p0 = y * cv->out_width + x0;
-    if (residual == NULL) {
-      for (int64_t o = 0; o < rows; o++) {
-        float *dst = out + o * j->pixels + p0;
-        for (int q = 0; q < nr; q++)
-          dst[q] = tile[q * COLS_WIDTH + o];
-      }
-      continue;
-    }
-    for (int64_t o = 0; o < rows; o++) {
-      float *dst = out + o * j->pixels + p0;
-      const float *res = residual + o * j->pixels + p0;
-      for (int q = 0; q < nr; q++)
-        dst[q] = act_scalar(&j->e, tile[q * COLS_WIDTH + o] + res[q]);
-    }
+    columns_out place = {
+        .out = out + p0,
+        .residual = residual != NULL ? residual + p0 : NULL,
+        .bias = bias,
+        .plane = j->pixels,
+        .rows = rows,
+    };
+    COLUMNS_TILES_OF[nv][x1 - x0](j->k, a, source + y * row_step + x0 * step, j->offset,
+                                  step, &place, &j->e, tile);
   }
 }
 
