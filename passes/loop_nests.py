@@ -124,15 +124,16 @@ class BodyBuilder:
         return self.pool.get(value, INDEX)
 
 
-_CMPF_PREDICATES = {"ogt": IntegerAttr(2, i64), "olt": IntegerAttr(4, i64)}
+_CMPF_PREDICATES = {"ogt": IntegerAttr(2, i64), "olt": IntegerAttr(4, i64), "une": IntegerAttr(13, i64)}
 _NO_FASTMATH = arith.CmpfOp.create(
     properties={"predicate": _CMPF_PREDICATES["olt"], "fastmath": arith.FastMathFlagsAttr("none")}
 ).properties["fastmath"]
 
 
 def compare_floats(b: BodyBuilder, predicate: str, x: SSAValue, y: SSAValue) -> SSAValue:
-    """`arith.cmpf` with an ordered `predicate` (`olt`, `ogt`): false if either
-    is NaN, so a select on it keeps a NaN input on its "else" side."""
+    """`arith.cmpf` with `predicate` `olt` or `ogt` (ordered: false if either
+    is NaN, so a select on it keeps a NaN input on its "else" side) or `une`
+    (true if either is NaN: `x une x` tests for NaN)."""
     return b.scalar(
         arith.CmpfOp,
         x,

@@ -659,6 +659,19 @@ class Window:
         )
         return first, end
 
+    def taps_of(self, b: BodyBuilder, output: Index) -> tuple[Index, Index]:
+        """The taps `t` in `[0, kernel)` whose input `output * stride + t *
+        dilation - pad` lies in `[0, size)`, as a range (the inverse of
+        `outputs_of`). Known when every output sees every tap."""
+        if self._first(0) == 0 and self._end(self.kernel - 1) == self.outputs:
+            return 0, self.kernel
+        offset = index_mul(b, output, -self.stride)
+        first = index_max(b, 0, ceil_div(b, offset, self.dilation, self.pad))
+        end = index_min(
+            b, self.kernel, ceil_div(b, offset, self.dilation, self.size + self.pad)
+        )
+        return first, end
+
     def _uniform_count(self, include_pad: bool) -> bool:
         """Whether every output's window counts the same taps. Exact when every
         window lies inside the counted range (the usual case: no padding), or
@@ -890,17 +903,25 @@ def lower_conv_transpose(
     sweep_window_taps(c_b, windows, tap, ("iz", "iy", "ix"))
 
 
+MAX_POOL_UNROLLED = 8
+"""Widest max-pool window whose column taps `_max_pool_rows` unrolls."""
+
+
 def lower_max_pool(
     b: BodyBuilder,
     op: Operation,
     operands: Sequence[SSAValue],
     results: Sequence[SSAValue],
 ) -> None:
-    """Lowers `relay.nn.max_pool2d` and `max_pool3d` to planes started at -inf
-    (the smallest integer) and maxed tap by tap."""
+    """Lowers `relay.nn.max_pool2d` and `max_pool3d`: a 2-d pool row by row
+    (`_max_pool_rows`), a 3-d one (or a very wide window) as planes started at
+    -inf (the smallest integer) and maxed tap by tap."""
     assert isinstance(op, relay.MaxPool2dOp | relay.MaxPool3dOp)
     (data,), (out,) = operands, results
     windows = _windows(op, data, out, op.attrs()["pool_size"])
+    if len(windows) == 2 and windows[1].kernel <= MAX_POOL_UNROLLED:
+        _max_pool_rows(b, data, out, windows[0], windows[1])
+        return
     n_batch, channels = shape_of(out)[:2]
     typ = element_type_of(out)
     low = b.constant(lowest(typ), typ)
@@ -909,17 +930,66 @@ def lower_max_pool(
         plane_b, [w.outputs for w in windows], OUTPUT_NAMES[-len(windows) :]
     )
     store(fill_b, low, out, [*plane, *outputs])
-    integer = isinstance(typ, IntegerType)
 
     def tap(x_b: BodyBuilder, taps: list[Index], at: list[Index], src: list[Index]):
         value = load(x_b, data, [*plane, *src])
         where = [*plane, *at]
-        if integer:
-            store(x_b, _integer_max(x_b, load(x_b, out, where), value), out, where)
-        else:
-            accumulate(x_b, arith.MaximumfOp, out, where, value)
+        store(x_b, _max(x_b, load(x_b, out, where), value), out, where)
 
     sweep_window_taps(plane_b, windows, tap)
+
+
+def _max(b: BodyBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
+    """max(x, y), NaN if `y` is (a NaN `x` stays, as no comparison with it
+    holds): one comparison and a select where `arith.maximumf`, which also
+    orders -0 below +0, needs several, which kept C compilers from
+    vectorising pools well."""
+    if isinstance(x.type, IntegerType):
+        return _integer_max(b, x, y)
+    greater = compare_floats(b, "ogt", y, x)
+    unordered = compare_floats(b, "une", y, y)
+    return select(b, b.scalar(arith.OrIOp, greater, unordered), y, x)
+
+
+def _max_pool_rows(
+    b: BodyBuilder, data: SSAValue, out: SSAValue, rows: Window, cols: Window
+) -> None:
+    """A 2-d max pool one output row at a time: the row starts at -inf, then
+    each input row of its window (kernel rows clamped to the input) is maxed
+    into it, every column tap of an output at once where the whole window's
+    columns are inside the input (unrolled: the compiler vectorises along the
+    row, the maxima in registers), tap by tap in the columns the padding cuts."""
+    n_batch, channels = shape_of(out)[:2]
+    typ = element_type_of(out)
+    plane_b, plane = nest(b, (n_batch, channels), ["n", "c"])
+    row_b, oy = for_range(plane_b, 0, rows.outputs, "oy")
+    fill_b, ox = for_range(row_b, 0, cols.outputs, "ox")
+    store(fill_b, b.constant(lowest(typ), typ), out, [*plane, oy, ox])
+    first, end = rows.taps_of(row_b, oy)
+    tap_b, ki = for_range(row_b, first, end, "ki")
+    y = rows.input_of(tap_b, oy, rows.start_of(tap_b, ki))
+
+    def column(x_b: BodyBuilder, x: Index, kj: int) -> SSAValue:
+        return load(x_b, data, [*plane, y, cols.input_of(x_b, x, cols.start_of(x_b, kj))])
+
+    # Outputs [inner_lo, inner_hi) see every column tap; the others only some.
+    inner_lo = min(cols._first(0), cols.outputs)
+    inner_hi = max(inner_lo, cols._end(cols.kernel - 1))
+    if inner_lo < inner_hi:
+        x_b, x = for_range(tap_b, inner_lo, inner_hi, "ox")
+        where = [*plane, oy, x]
+        value = load(x_b, out, where)
+        for kj in range(cols.kernel):
+            value = _max(x_b, value, column(x_b, x, kj))
+        store(x_b, value, out, where)
+    for lo, hi in ((0, inner_lo), (inner_hi, cols.outputs)):
+        for kj in range(cols.kernel):
+            start, stop = max(lo, cols._first(kj)), min(hi, cols._end(kj))
+            if start >= stop:
+                continue
+            x_b, x = for_range(tap_b, start, stop, "ox")
+            where = [*plane, oy, x]
+            store(x_b, _max(x_b, load(x_b, out, where), column(x_b, x, kj)), out, where)
 
 
 def lower_avg_pool(

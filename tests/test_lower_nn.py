@@ -639,6 +639,11 @@ POOLS = [
     Pool((1, 2, 9, 8), (3, 2), (1, 2), (1, 0, 2, 1), dilation=(2, 1)),
     Pool((1, 1, 1, 1), (3, 3), (1, 1), (1, 1)),
     Pool((1, 1, 4, 4), (4, 4), (3, 3), (2, 2), ceil_mode=True),
+    # Rows long enough to vectorise, columns cut by padding on either side.
+    Pool((1, 3, 21, 37), (3, 3), (2, 2), (1, 2, 0, 1)),
+    Pool((1, 2, 17, 40), (2, 5), (1, 3), (0, 2, 1, 2), dilation=(1, 2), ceil_mode=True),
+    # Windows wider than the unrolled ones: maxed tap by tap.
+    Pool((1, 2, 11, 13), (3, 9), (2, 3), (1, 4, 1, 3)),
 ]
 
 
