@@ -38,6 +38,7 @@ from byoc.passes.dedup_functions import dedup_functions
 from byoc.passes.split_functions import (
     MAX_OPS,
     NO_INLINE,
+    counted,
     split_functions,
     translation_units,
 )
@@ -102,8 +103,32 @@ COMPOSITES = (
 """Tagged so the report and the generated functions show the fused units."""
 
 
+INLINE_CONSTANTS = 16
+"""Constants of at most this many elements (scalars, tiny vectors the C compiler
+folds) are copied into the C; larger ones, per-channel scales and biases
+included, arrive as arguments from the weights blob. Printed as C literals they
+were most of the source (1.9 of DenseNet-121's 2.1 MB, seconds to format and
+parse), and functions differing only in them could not be merged."""
+
+
 UNIT_OPS = 4 * MAX_OPS
 """Ops of relay functions per C translation unit (one compiler process each)."""
+
+PARALLEL_UNITS = 4
+"""A model's C is cut into about this many translation units even when it fits
+one (down to `MIN_UNIT_OPS` ops each): compiled one per core at once, not one
+C compiler for all (DenseNet-121's one unit was 5 CPU-s on one core)."""
+
+MIN_UNIT_OPS = 25
+"""Below this, a unit's compiler start-up and headers outweigh what it saves."""
+
+
+def unit_budget(module: ModuleOp) -> int:
+    """Ops per translation unit for `module`'s functions: `PARALLEL_UNITS` units
+    of at least `MIN_UNIT_OPS` ops, none over `UNIT_OPS`. Machine-independent,
+    so the sources (and the cache keys of their objects) are too."""
+    total = sum(1 for op in module.walk() if counted(op))
+    return min(UNIT_OPS, max(MIN_UNIT_OPS, -(-total // PARALLEL_UNITS)))
 
 
 def bounded(functions: ModuleOp) -> ModuleOp:
@@ -150,7 +175,8 @@ def codegen(functions: ModuleOp) -> Artifact:
     (linked with libbyoc when some loop of it is parallel), one translation unit
     compiling while the next is generated."""
     symbols = [op.sym_name.data for op in functions.ops]  # type: ignore[attr-defined]
-    units = translation_units(bounded(functions), UNIT_OPS)
+    module = bounded(functions)
+    units = translation_units(module, unit_budget(module))
     build = LibraryBuild()
     sources: dict[str, str] = {}
     runtime = False
@@ -184,4 +210,5 @@ backend = Backend(
     description="C generated through emitc, compiled by the system C compiler",
     source=generate_c,
     composites=COMPOSITES,
+    inline_constants=INLINE_CONSTANTS,
 )

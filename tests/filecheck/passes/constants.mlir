@@ -1,25 +1,25 @@
 // RUN: byoc-opt %s --annotate --partition | filecheck %s
 
 // A small constant is copied into the function that uses it (ccompiler
-// inlines constants up to 1024 elements); a large weight is passed as an
+// inlines constants up to 16 elements); a large weight is passed as an
 // argument; a constant also used on the host stays there too.
 // CHECK-LABEL: func.func @main(
-// CHECK-NEXT:    %big = relay.constant dense<2.000000e+00> : tensor<40x40xf32>
-// CHECK-NEXT:    %small = relay.constant dense<[1.000000e+00, {{.*}}> : tensor<40xf32>
+// CHECK-NEXT:    %big = relay.constant dense<2.000000e+00> : tensor<40x8xf32>
+// CHECK-NEXT:    %small = relay.constant dense<[1.000000e+00, {{.*}}> : tensor<8xf32>
 // CHECK-NEXT:    %{{.*}} = extern.call @ccompiler_0(%x, %big)
 // CHECK-NEXT:    %{{.*}} = relay.tanh %small
-// CHECK:       func.func private @ccompiler_0(%[[X:.*]]: tensor<40x40xf32>, %[[W:.*]]: tensor<40x40xf32>)
-// CHECK-NEXT:    %[[C:.*]] = relay.constant dense<[1.000000e+00, {{.*}}> : tensor<40xf32>
+// CHECK:       func.func private @ccompiler_0(%[[X:.*]]: tensor<40x8xf32>, %[[W:.*]]: tensor<40x8xf32>)
+// CHECK-NEXT:    %[[C:.*]] = relay.constant dense<[1.000000e+00, {{.*}}> : tensor<8xf32>
 // CHECK-NEXT:    %[[S:.*]] = relay.add %[[X]], %[[C]]
 // CHECK-NEXT:    relay.multiply %[[S]], %[[W]]
 // CHECK-NOT:   extern.inline
-func.func @main(%x: tensor<40x40xf32>) -> (tensor<40x40xf32>, tensor<40xf32>) {
-  %big = relay.constant dense<2.0> : tensor<40x40xf32>
-  %small = relay.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0, 23.0, 24.0, 25.0, 26.0, 27.0, 28.0, 29.0, 30.0, 31.0, 32.0, 33.0, 34.0, 35.0, 36.0, 37.0, 38.0, 39.0, 40.0]> : tensor<40xf32>
-  %0 = relay.add %x, %small : (tensor<40x40xf32>, tensor<40xf32>) -> tensor<40x40xf32>
-  %1 = relay.multiply %0, %big : (tensor<40x40xf32>, tensor<40x40xf32>) -> tensor<40x40xf32>
-  %2 = relay.tanh %small : (tensor<40xf32>) -> tensor<40xf32>
-  func.return %1, %2 : tensor<40x40xf32>, tensor<40xf32>
+func.func @main(%x: tensor<40x8xf32>) -> (tensor<40x8xf32>, tensor<8xf32>) {
+  %big = relay.constant dense<2.0> : tensor<40x8xf32>
+  %small = relay.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : tensor<8xf32>
+  %0 = relay.add %x, %small : (tensor<40x8xf32>, tensor<8xf32>) -> tensor<40x8xf32>
+  %1 = relay.multiply %0, %big : (tensor<40x8xf32>, tensor<40x8xf32>) -> tensor<40x8xf32>
+  %2 = relay.tanh %small : (tensor<8xf32>) -> tensor<8xf32>
+  func.return %1, %2 : tensor<40x8xf32>, tensor<8xf32>
 }
 
 
