@@ -164,23 +164,32 @@ def split_function(function: func.FuncOp, max_ops: int, symbols: set[str]) -> li
     return parts
 
 
-def translation_units(module: ModuleOp, max_ops: int) -> list[ModuleOp]:
+def translation_units(
+    module: ModuleOp,
+    max_ops: int,
+    kind: Callable[[func.FuncOp], object] = lambda _: None,
+) -> list[ModuleOp]:
     """The functions of `module` (taken out of it) grouped in order into modules
     of at most `max_ops` ops (a larger function alone), each declaring the
     functions it calls that another module defines: C translation units a
-    compiler process each, none larger than the budget."""
+    compiler process each, none larger than the budget. Functions of different
+    `kind`s never share a unit (so units of each kind can get their own flags)."""
     functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
     signatures = {f.sym_name.data: f.function_type for f in functions}
-    groups: list[list[func.FuncOp]] = []
-    size = 0
+    by_kind: dict[object, list[func.FuncOp]] = {}
     for function in functions:
-        n = sum(1 for op in function.walk() if counted(op))
-        if groups and size + n <= max_ops:
-            groups[-1].append(function)
-            size += n
-        else:
-            groups.append([function])
-            size = n
+        by_kind.setdefault(kind(function), []).append(function)
+    groups: list[list[func.FuncOp]] = []
+    for same in by_kind.values():
+        size = max_ops + 1  # the first of each kind starts a unit
+        for function in same:
+            n = sum(1 for op in function.walk() if counted(op))
+            if size + n <= max_ops:
+                groups[-1].append(function)
+                size += n
+            else:
+                groups.append([function])
+                size = n
     units: list[ModuleOp] = []
     for group in groups:
         defined = {f.sym_name.data for f in group}

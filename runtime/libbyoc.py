@@ -23,6 +23,7 @@ import os
 import shlex
 import subprocess
 import tempfile
+import threading
 from functools import cache
 from pathlib import Path
 
@@ -106,9 +107,16 @@ def build_key() -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
+_BUILDING = threading.Lock()
+"""Backends' codegens run in threads and each asks for libbyoc: one builds it,
+the others wait for it (`functools.cache` does not lock; cblas and ccompiler
+both built it, 2 CPU-s each)."""
+
+
 def library() -> Path:
     """libbyoc's shared object for this compiler, flags and CPU (built if needed)."""
-    return _build(build_key(), _flags())
+    with _BUILDING:
+        return _build(build_key(), _flags())
 
 
 def compile_flags() -> tuple[str, ...]:

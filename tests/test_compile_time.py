@@ -148,6 +148,45 @@ def test_translation_units_declare_what_they_call():
     assert "main" in names
 
 
+def test_translation_units_keep_kinds_apart():
+    module = mixed(40)
+    split_functions(module, 4)
+    kinds = {f.sym_name.data: int(f.sym_name.data.endswith(("1", "3", "5", "7", "9")))
+             for f in module.ops}
+    units = translation_units(module, 1000, lambda f: kinds[f.sym_name.data])
+    assert len(units) == len(set(kinds.values())) == 2
+    for unit in units:
+        assert len({kinds[f.sym_name.data] for f in unit.ops if f.body.blocks}) == 1
+
+
+def test_products_compile_with_o3_and_the_rest_with_o2(tmp_path, monkeypatch):
+    """A function holding a dense (compute-bound) is compiled with -O3; the
+    elementwise one after the host's tanh with -O2, in a unit of its own (when
+    the model is large enough to be cut at all)."""
+    monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(ccompiler, "MIN_UNIT_OPS", 1)
+    monkeypatch.delenv("BYOC_CFLAGS", raising=False)
+    added: list[tuple[str, tuple[str, ...]]] = []
+    add = LibraryBuild.add
+    monkeypatch.setattr(LibraryBuild, "add", lambda self, source, flags=DEFAULT_FLAGS: (
+        added.append((source, flags)), add(self, source, flags))[1])
+    x_type, w_type, y_type = TensorType(f32, (4, 16)), TensorType(f32, (8, 16)), TensorType(f32, (4, 8))
+    block = Block(arg_types=[x_type])
+    w = relay.ConstantOp.from_numpy(np.linspace(-1, 1, 128, dtype=np.float32).reshape(8, 16))
+    dense = relay.DenseOp(block.args[0], w.result)
+    tanh = relay.TanhOp(dense.results[0])
+    total = relay.AddOp(tanh.results[0], tanh.results[0])
+    block.add_ops([w, dense, tanh, total, func.ReturnOp(total.results[0])])
+    module = ModuleOp([func.FuncOp("main", FunctionType.from_lists([x_type], [y_type]), Region(block))])
+    want = run_reference(module.clone(), [np.ones((4, 16), np.float32)])[0]
+    model = byoc.compile(module, targets=["ccompiler"], cache=False)
+    np.testing.assert_allclose(model(np.ones((4, 16), np.float32)), want, rtol=1e-5)
+    levels = sorted(next(f for f in flags if f.startswith("-O")) for _, flags in added)
+    assert levels == ["-O2", "-O3"]
+    hot = next(source for source, flags in added if "-O3" in flags)
+    assert "for (" in hot and hot.count("int32_t byoc_") == 1
+
+
 def test_library_of_several_units_compiles_concurrently_and_caches(tmp_path, monkeypatch):
     monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path / "cache"))
     a = "#include <stdint.h>\nint32_t byoc_probe_b(int32_t);\nint32_t byoc_probe_a(int32_t x) { return byoc_probe_b(x) + 1; }\n"

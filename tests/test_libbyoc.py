@@ -14,7 +14,9 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -375,6 +377,32 @@ def test_the_library_is_built_once_and_named_by_its_build():
     assert path.name == f"libbyoc_runtime_{libbyoc.build_key()[:16]}.so"
     assert libbyoc.library() == path
     assert f"-I{libbyoc.include_dir()}" in libbyoc.compile_flags()
+
+
+def test_codegens_in_threads_build_the_library_once(tmp_path, monkeypatch):
+    """cblas's and ccompiler's codegens ask for libbyoc at once: one thread
+    builds it, the other waits and gets the same file."""
+    monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path))
+    builds = []
+
+    def fake_compiler(cmd, **kwargs):  # noqa: ANN001, ANN202 - subprocess.run's shape
+        builds.append(cmd)
+        time.sleep(0.2)  # both threads are inside library() meanwhile
+        Path(cmd[cmd.index("-o") + 1]).write_bytes(b"")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    libbyoc._build.cache_clear()
+    monkeypatch.setattr(subprocess, "run", fake_compiler)
+    try:
+        paths = []
+        threads = [threading.Thread(target=lambda: paths.append(libbyoc.library())) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        libbyoc._build.cache_clear()  # the next caller builds in its own cache
+    assert len(builds) == 1 and len(paths) == 2 and paths[0] == paths[1]
 
 
 # --- Saved and exported models -----------------------------------------------
