@@ -23,8 +23,8 @@ Compile time stays linear in the model: functions of more than `MAX_OPS` ops
 are split into `noinline` parts (identical parts merged), and the functions
 are printed as several translation units of bounded size, each compiled by
 its own C compiler process as soon as it is printed. Functions holding a
-convolution or a product (`HOT_OPS`) get -O3; the rest (elementwise, pooling,
-data movement: memory bound) -O2, in units of their own.
+convolution, a pooling or a product (`HOT_OPS`) get -O3; the rest
+(elementwise, data movement: memory bound) -O2, in units of their own.
 """
 
 from __future__ import annotations
@@ -133,6 +133,10 @@ HOT_OPS = frozenset(
         "relay.nn.conv2d_transpose",
         "relay.nn.conv3d",
         "relay.nn.conv3d_transpose",
+        "relay.nn.max_pool2d",
+        "relay.nn.max_pool3d",
+        "relay.nn.avg_pool2d",
+        "relay.nn.avg_pool3d",
         "relay.nn.dense",
         "relay.nn.matmul",
         "relay.nn.batch_matmul",
@@ -141,12 +145,12 @@ HOT_OPS = frozenset(
         "relay.qnn.batch_matmul",
     }
 )
-"""Ops whose loops do many multiply-adds per element moved: the units holding
-one are compiled with -O3 (unrolling, vectorising every loop pays there)."""
+"""Ops whose loops do many multiply-adds (or compares) per element moved: the
+units holding one are compiled with -O3 (unrolling, vectorising every loop pays
+there; the pooling lowerings are tuned for it)."""
 
 LIGHT_FLAGS = tuple("-O2" if f == "-O3" else f for f in DEFAULT_FLAGS)
-"""The flags of the other units (elementwise, pooling, data movement: memory
-bound). GCC's -O2 still vectorises the loops that need no epilogue, takes under
+"""The flags of the other units (elementwise, data movement: memory bound). GCC's -O2 still vectorises the loops that need no epilogue, takes under
 half the time of -O3 on them (DenseNet-121's: 2.3 against 5.9 CPU-s), and the
 models run as fast (ResNet-50 and DenseNet-121 with cblas,ccompiler, one
 thread: the same CPU time per call within the noise). `$BYOC_CFLAGS` replaces
