@@ -318,3 +318,61 @@ def test_bf16_is_a_located_error(tmp_path):
     )
     with pytest.raises(byoc.ByocError, match=r"model\.mlir:\d+:\d+: error: .*element type bf16 is not supported"):
         byoc.compile(path, targets=[], cache=False)
+
+
+# --- Findings of the 10-minute ONNX run of seed 602 -----------------------------------
+
+
+def test_onnx_element_type_onnx_does_not_define(tmp_path):
+    """An input of elem_type 99 that is also an output (so ONNX's shape
+    inference passes it): describing it raised protobuf's ValueError."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    import byoc
+
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "z"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]), helper.make_tensor_value_info("z", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4]), helper.make_tensor_value_info("z", TensorProto.FLOAT, [4])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.graph.input[1].type.tensor_type.elem_type = 99
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    with pytest.raises(byoc.ByocError, match=r"model\.onnx: input 'z' is data type 99 \(not an ONNX type\)"):
+        byoc.compile(path, targets=[], cache=False)
+
+
+def test_fuzz_worker_lets_onnxruntime_decide_a_float32_overflow(tmp_path):
+    """BatchNormalization with a mean of FLT_MAX, then GlobalAveragePool: the
+    pool's float32 sum overflows (inf, as onnxruntime gives) where byoc's
+    reference sums in float64 (1.56e38). The harness counted a wrong answer."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from fuzz.worker import run_case
+
+    weights = {
+        "g": np.array([-0.6, -1.6], np.float32),
+        "b": np.array([0.7, 0.8], np.float32),
+        "mu": np.array([np.finfo(np.float32).max, 0.2], np.float32),
+        "var": np.array([1.8, 0.97], np.float32),
+    }
+    graph = helper.make_graph(
+        [
+            helper.make_node("BatchNormalization", ["x", "g", "b", "mu", "var"], ["n"]),
+            helper.make_node("GlobalAveragePool", ["n"], ["p"]),
+            helper.make_node("Flatten", ["p"], ["y"]),
+        ],
+        "norm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])],
+        [numpy_helper.from_array(array, name) for name, array in weights.items()],
+    )
+    path = tmp_path / "norm.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    outcome, detail = run_case("onnx", str(path), ["ccompiler"])
+    assert outcome == "success", detail

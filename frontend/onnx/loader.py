@@ -216,11 +216,20 @@ def _dims(type_proto: Any) -> list[int | str | None] | None:
 
 
 def _dtype_name(elem_type: int) -> str:
+    """A tensor element type's name for a message (any number a file holds)."""
     onnx = _onnx()
     try:
         return onnx.helper.tensor_dtype_to_np_dtype(elem_type).name
-    except Exception:
-        return onnx.TensorProto.DataType.Name(elem_type).lower()
+    except Exception:  # noqa: BLE001 - onnx raises KeyError, ValueError...
+        return _onnx_type_name(elem_type)
+
+
+def _onnx_type_name(elem_type: int) -> str:
+    """ONNX's name of a data type (`float16`), for any number a file holds."""
+    try:
+        return _onnx().TensorProto.DataType.Name(elem_type).lower()
+    except ValueError:  # a number ONNX does not define
+        return f"data type {elem_type} (not an ONNX type)"
 
 
 def _pin_input_shapes(

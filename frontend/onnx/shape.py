@@ -18,6 +18,7 @@ from byoc.frontend.onnx.graph import (
 )
 from byoc.frontend.onnx.loader import (
     _onnx,
+    _onnx_type_name,
 )
 
 if TYPE_CHECKING:
@@ -301,10 +302,7 @@ _CAST_NAMES = {
 def _cast_to(node: Node, data: SSAValue, to: int) -> SSAValue:
     name = _CAST_NAMES.get(to)
     if name is None:
-        onnx = _onnx()
-        raise node.error(
-            f"casting to {onnx.TensorProto.DataType.Name(to).lower()} is not supported"
-        )
+        raise node.error(f"casting to {_onnx_type_name(to)} is not supported")
     if relay.CAST_DTYPES[name] == data.type.element_type:  # type: ignore[attr-defined]
         return data
     return node.emit(relay.CastOp(data, name))
