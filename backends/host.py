@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
@@ -20,6 +20,7 @@ from byoc.dialects import make_context
 from byoc.dialects.extern import COMPILER_ATTR
 from byoc.runtime.array_entry import add_array_entry
 from byoc.passes.dedup_functions import dedup_functions
+from byoc.passes.speed import garbage_collector_paused
 from byoc.passes.split_functions import MAX_OPS, split_functions
 from byoc.passes.weights_to_blob import WeightsLayout, move_weights_to_blob
 from byoc.runtime.jit import (
@@ -30,6 +31,9 @@ from byoc.runtime.jit import (
     translate_to_llvm_ir,
 )
 from byoc.runtime.progress import stage
+
+if TYPE_CHECKING:
+    from byoc.passes.convert_relay_to_loops import ProfileMarks
 
 
 def host_module(partitioned: ModuleOp) -> ModuleOp:
@@ -49,18 +53,22 @@ def host_module(partitioned: ModuleOp) -> ModuleOp:
     return module
 
 
-def lower_to_llvm(module: ModuleOp, main: str, entry: str) -> ModuleOp:
+def lower_to_llvm(
+    module: ModuleOp, main: str, entry: str, marks: ProfileMarks | None = None
+) -> ModuleOp:
     """Lower a host module to the llvm dialect, adding the `entry` wrapper of `main`
-    and the entry taking numpy arrays (`array_entry_name(entry)`)."""
+    and the entry taking numpy arrays (`array_entry_name(entry)`); `marks`
+    time its op groups (profiling builds, runtime/profile.py)."""
     from byoc.passes.convert_loops_to_llvm import ConvertLoopsToLLVMPass
-    from byoc.passes.convert_relay_to_loops import ConvertRelayToLoopsPass
+    from byoc.passes.convert_relay_to_loops import convert_relay_to_loops
 
     signature = SymbolTable.lookup_symbol(module, main)
     assert isinstance(signature, func.FuncOp)
     input_shapes = [tuple(t.get_shape()) for t in signature.function_type.inputs]  # type: ignore[attr-defined]
     n_outputs = len(signature.function_type.outputs)
     ctx = make_context()
-    ConvertRelayToLoopsPass().apply(ctx, module)
+    with garbage_collector_paused():
+        convert_relay_to_loops(module, marks)
     ConvertLoopsToLLVMPass().apply(ctx, module)
     # `main` is already process-unique (byoc_<hash>_main): keep it callable.
     add_entry_wrapper(module, main, entry, export_callee=True)
@@ -114,16 +122,20 @@ def lower_host(
     entry: str,
     weights_symbol: str,
     signature: dict[str, Any] | None = None,
+    marks: ProfileMarks | None = None,
+    companions: Sequence[str] = (),
 ) -> tuple[HostObject, WeightsLayout]:
     """Compile a host module (from `host_module`, changed in place) to an object,
     not yet linked; its large constants go to a weights blob (the layout) read
     through the pointer `weights_symbol`. A `signature` (runtime/signature.py),
-    completed with the blob, is embedded for `byoc.load` to check files against."""
+    completed with the blob, is embedded for `byoc.load` to check files against.
+    A profiling build passes `marks` and the LLVM IR defining them
+    (`companions`)."""
     # `main` grows with the model: cut it into bounded parts, each compiled once
     # however often a model repeats it (docs/architecture.md, "Compile time").
     split_functions(module, MAX_OPS, select=lambda f: f.sym_name.data == main)
     dedup_functions(module)
-    llvm_module = lower_to_llvm(module, main, entry)
+    llvm_module = lower_to_llvm(module, main, entry, marks)
     layout = move_weights_to_blob(llvm_module, weights_symbol)
     if signature is not None:
         from byoc.runtime.signature import embed_signature, signature_name
@@ -132,7 +144,7 @@ def lower_host(
         embed_signature(llvm_module, signature_name(entry), {**signature, "weights": weights})
     llvm_ir = translate_to_llvm_ir(llvm_module)
     with stage("host JIT"):
-        return compile_llvm_ir(llvm_ir), layout
+        return compile_llvm_ir(llvm_ir, companions), layout
 
 
 def compile_host(

@@ -176,6 +176,7 @@ class IntegerCastLowering(RewritePattern):
 
 
 FLOAT_CASTS: dict[type[Operation], type[llvm.GenericCastOp]] = {
+    arith.BitcastOp: llvm.BitcastOp,
     arith.SIToFPOp: llvm.SIToFPOp,
     arith.ExtFOp: llvm.FPExtOp,
     arith.TruncFOp: llvm.FPTruncOp,
@@ -183,7 +184,7 @@ FLOAT_CASTS: dict[type[Operation], type[llvm.GenericCastOp]] = {
 
 
 class FloatCastLowering(RewritePattern):
-    """Lowers `arith.sitofp/extf/truncf` to `llvm.sitofp/fpext/fptrunc`."""
+    """Lowers `arith.bitcast/sitofp/extf/truncf` to `llvm.bitcast/sitofp/fpext/fptrunc`."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if (lowered := FLOAT_CASTS.get(type(op))) is not None:

@@ -52,6 +52,7 @@ from xdsl.dialects.builtin import (
     f32,
     f64,
     i1,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Operation, Region, SSAValue
@@ -632,18 +633,54 @@ class MinMaxLowering(RewritePattern):
         rewriter.replace(op, EmitC_CallOpaqueOp(name, [op.lhs, op.rhs], [typ]))
 
 
+_BITCAST_C_TYPES = {"f32": "float", "f64": "double", "i32": "int32_t", "i64": "int64_t"}
+
+
+def bitcast_helper(source: Attribute, target: Attribute) -> tuple[str, str]:
+    """Name and one-line C definition reinterpreting a `source` value's bits as
+    `target` (same size): a memcpy, which compilers turn into nothing."""
+    name = f"byoc_bitcast_{target}_{source}"
+    s, t = _BITCAST_C_TYPES[str(source)], _BITCAST_C_TYPES[str(target)]
+    return name, (
+        f"static inline {t} {name}({s} v) {{ {t} r; __builtin_memcpy(&r, &v, sizeof r); "
+        "return r; }"
+    )
+
+
+_BITCASTS = (("i32", "f32"), ("f32", "i32"), ("i64", "f64"), ("f64", "i64"))
+
+
+class BitcastLowering(RewritePattern):
+    """Lowers `arith.bitcast` between floats and integers to a call of a helper."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.BitcastOp, rewriter: PatternRewriter):
+        source, target = op.input.type, op.result.type
+        if (str(source), str(target)) not in _BITCASTS:
+            raise _unsupported(op, f"no C bit cast from {source} to {target}")
+        name, _ = bitcast_helper(source, target)
+        rewriter.replace(op, EmitC_CallOpaqueOp(name, [op.input], [target]))
+
+
 def add_minmax_helpers(module: ModuleOp) -> None:
-    """Define, at the top of the module, the min/max helpers its code calls."""
+    """Define, at the top of the module, the min/max and bit cast helpers its
+    code calls."""
     used = {
         op.callee.data
         for op in module.walk()
-        if isinstance(op, EmitC_CallOpaqueOp) and op.callee.data.startswith("byoc_m")
+        if isinstance(op, EmitC_CallOpaqueOp) and op.callee.data.startswith("byoc_")
     }
+    types = {"f32": f32, "f64": f64, "i32": i32, "i64": i64}
     definitions = [
         text
         for is_max in (True, False)
         for typ in (f32, f64)
         for name, text in [minmax_helper(is_max, typ)]
+        if name in used
+    ] + [
+        text
+        for source, target in _BITCASTS
+        for name, text in [bitcast_helper(types[source], types[target])]
         if name in used
     ]
     # Before the first function definition, after includes, globals and
@@ -921,6 +958,7 @@ def _lowering_patterns(
         CmpfLowering(),
         SelectLowering(),
         CastLowering(),
+        BitcastLowering(),
         IntegerCastLowering(),
         MathLowering(),
         RsqrtLowering(),

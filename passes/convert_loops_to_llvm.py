@@ -79,6 +79,7 @@ LOOP_LEVEL_OPS = frozenset(
         "arith.trunci",
         "arith.sitofp",
         "arith.fptosi",
+        "arith.bitcast",
         "arith.extf",
         "arith.truncf",
         *BINARY_OPS,

@@ -69,6 +69,7 @@ from byoc.passes.lower_nn import NN_LOWERINGS, integer_max_min
 from byoc.passes.lower_qnn import QNN_LOWERINGS
 from byoc.passes.lower_shapes import SHAPE_LOWERINGS, GlobalConstants, lower_constant
 from byoc.passes.lower_transform import TRANSFORM_LOWERINGS, cast_scalar, where_scalar
+from byoc.passes.vector_math import erf_of, exp_of
 
 PASS_NAME = "convert-relay-to-loops"
 
@@ -157,9 +158,17 @@ def _relu(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
     return b.scalar(arith.MaximumfOp, args[0], b.constant(0.0, typ))
 
 
+def _exp(b: BodyBuilder, args: Sequence[SSAValue], _: Attribute) -> SSAValue:
+    return exp_of(b, args[0])
+
+
+def _erf(b: BodyBuilder, args: Sequence[SSAValue], _: Attribute) -> SSAValue:
+    return erf_of(b, args[0])
+
+
 def _sigmoid(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:
     one = b.constant(1.0, typ)
-    exp = b.scalar(math.ExpOp, b.scalar(arith.NegfOp, args[0]))
+    exp = exp_of(b, b.scalar(arith.NegfOp, args[0]))
     return b.scalar(arith.DivfOp, one, b.scalar(arith.AddfOp, one, exp))
 
 
@@ -358,7 +367,7 @@ def _gelu(op: Operation) -> ScalarBuilder:
             curve = b.scalar(math.TanhOp, scaled)
         else:
             scaled = b.scalar(arith.MulfOp, x, b.constant(pymath.sqrt(0.5), typ))
-            curve = b.scalar(math.ErfOp, scaled)
+            curve = erf_of(b, scaled)
         half = b.scalar(arith.MulfOp, x, b.constant(0.5, typ))
         return b.scalar(
             arith.MulfOp, half, b.scalar(arith.AddfOp, b.constant(1.0, typ), curve)
@@ -375,7 +384,7 @@ SCALAR_BUILDERS: dict[type[Operation], ScalarBuilder] = {
     relay.ReluOp: _relu,
     relay.NegativeOp: _unary(arith.NegfOp),
     relay.TanhOp: _unary(math.TanhOp),
-    relay.ExpOp: _unary(math.ExpOp),
+    relay.ExpOp: _exp,
     relay.MaximumOp: _max_min(True),
     relay.MinimumOp: _max_min(False),
     relay.PowerOp: _binary(math.PowFOp),
@@ -384,7 +393,7 @@ SCALAR_BUILDERS: dict[type[Operation], ScalarBuilder] = {
     relay.SqrtOp: _unary(math.SqrtOp),
     relay.RsqrtOp: _unary(math.RsqrtOp),
     relay.SigmoidOp: _sigmoid,
-    relay.ErfOp: _unary(math.ErfOp),
+    relay.ErfOp: _erf,
     relay.SignOp: _sign,
     relay.FloorOp: _floor,
     relay.CeilOp: _ceil,
@@ -655,12 +664,59 @@ def is_read_only(value: SSAValue) -> bool:
     return isinstance(value, BlockArgument) or isinstance(value.owner, relay.ConstantOp)
 
 
+class ProfileMarks:
+    """Calls that let a profiler time each op group: before the ops of each
+    group of a host function (one lowered op with the ops fused into it, or
+    one call of an external function), `func.call @<prefix>mark(k : i64)`,
+    and `@<prefix>mark(-1)` after the last one. The mark is declared in the
+    module and defined by the profiler (runtime/profile.py); `groups[k]`
+    describes group `k`: its relay ops and result shape, or `call @callee`."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self.groups: list[str] = []
+
+    @property
+    def symbol(self) -> str:
+        return f"{self.prefix}mark"
+
+    def mark(self, b: BodyBuilder, label: str | None) -> None:
+        """A mark opening the next group (`label` describes it), or closing the
+        last one (`None`)."""
+        index = -1 if label is None else len(self.groups)
+        if label is not None:
+            self.groups.append(label)
+        b.insert(func.CallOp(self.symbol, [b.constant(index, i64)], [I32]))
+
+    def declare(self, module: ModuleOp) -> None:
+        module.body.block.add_op(func.FuncOp.external(self.symbol, [i64], [I32]))
+
+
+def group_label(op: Operation, fused: dict[SSAValue, Operation]) -> str:
+    """`op` and the ops fused into it, in evaluation order, with its result's
+    shape: `relay.add+relay.nn.relu 1x64x56x56`; a call is `call @callee`."""
+    if isinstance(op, extern.CallOp | func.CallOp):
+        return f"call @{op.callee.root_reference.data}"
+    names: list[str] = []
+    stack = [op]
+    while stack:
+        item = stack.pop()
+        names.append(item.name)
+        stack.extend(
+            v.owner for v in item.operands if v in fused and isinstance(v.owner, Operation)
+        )
+    shape = _shape(op.results[0].type) if op.results else None
+    dims = "x".join(map(str, shape)) if shape is not None else ""
+    return f"{'+'.join(reversed(names))} {dims}".rstrip()
+
+
 def convert_body(
     function: func.FuncOp,
     old: Block,
     args: Sequence[MemRefType],
     types: TypeConverter,
     constants: GlobalConstants,
+    marks: ProfileMarks | None = None,
 ) -> Block:
     """The loop-level body computing what `old` computes, on the arguments `args`."""
     name = function.sym_name.data
@@ -746,6 +802,10 @@ def convert_body(
                 f"error: {PASS_NAME}: no lowering for '{op_name}' in @{name}"
                 f"{_HINTS.get(op_name, '')}"
             )
+        if marks is not None and not isinstance(op, func.CallOp):
+            # A call of another host function (a part of a split main) is
+            # not a group: the marks inside it time its ops.
+            marks.mark(b, group_label(op, fused))
         fuses = any(v in fused for v in op.operands)
         operands = [] if fuses else [buffers[v] for v in op.operands]
         results: list[SSAValue] = []
@@ -778,6 +838,8 @@ def convert_body(
         for value in frees.get(position, ()):
             pool.setdefault(buffers[value].type, []).append(buffers[value])
 
+    if marks is not None:
+        marks.mark(b, None)
     for value, out in copies:
         copy_nest(b, buffers[value], out)
     for buffer in pooled:
@@ -787,7 +849,10 @@ def convert_body(
 
 
 def convert_function(
-    function: func.FuncOp, types: TypeConverter, constants: GlobalConstants
+    function: func.FuncOp,
+    types: TypeConverter,
+    constants: GlobalConstants,
+    marks: ProfileMarks | None = None,
 ) -> None:
     """Lower one relay function (or declaration) to the loop-level IR, in place."""
     if is_loop_level(function):
@@ -803,19 +868,23 @@ def convert_function(
     if not blocks:
         return
     old = blocks[0]
-    new = convert_body(function, old, args, types, constants)
+    new = convert_body(function, old, args, types, constants, marks)
     region.detach_block(old)
     region.add_block(new)
     old.erase(safe_erase=False)
 
 
-def convert_relay_to_loops(module: ModuleOp) -> None:
-    """Lower every function of `module` to the loop-level IR."""
+def convert_relay_to_loops(module: ModuleOp, marks: ProfileMarks | None = None) -> None:
+    """Lower every function of `module` to the loop-level IR; with `marks`,
+    with profiling marks between the op groups of host functions."""
     types = TypeConverter()
     constants = GlobalConstants(module)
-    for op in module.body.block.ops:
+    for op in list(module.body.block.ops):
         if isinstance(op, func.FuncOp):
-            convert_function(op, types, constants)
+            host = extern.COMPILER_ATTR not in op.attributes
+            convert_function(op, types, constants, marks if host else None)
+    if marks is not None:
+        marks.declare(module)
 
 
 @dataclass(frozen=True)
@@ -824,11 +893,16 @@ class ConvertRelayToLoopsPass(ModulePass):
 
     name = PASS_NAME
 
+    profile: str = ""
+    """A symbol prefix: if given, a call to `<profile>mark_<k>` precedes each
+    op group of the host's functions (see `ProfileMarks`), for profiling
+    builds only."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         enabled = gc.isenabled()
         gc.disable()  # creating IR makes many objects and no garbage cycles
         try:
-            convert_relay_to_loops(op)
+            convert_relay_to_loops(op, ProfileMarks(self.profile) if self.profile else None)
         finally:
             if enabled:
                 gc.enable()

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType, Signedne
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from byoc.dialects import relay
+from byoc.passes.vector_math import exp_of
 from byoc.passes.loop_nests import (
     I32,
     INDEX,
@@ -432,30 +433,47 @@ def sum_along(
     target: SSAValue,
     at: Sequence[Index],
 ) -> None:
-    """`target[at] += sum_{k < depth} term(k)`.
+    """`target[at] += sum_{k < depth} term(k)` (see `reduce_along`)."""
+    reduce_along(b, depth, term, target, at, arith.AddfOp, 0.0)
 
-    A single running sum is a chain of dependent adds, which compilers may not
-    reorder; so a long sum is split into `DOT_LANES` interleaved partial sums
-    (lane `k mod DOT_LANES`) in a `memref.alloca`, added up at the end.
+
+def reduce_along(
+    b: BodyBuilder,
+    depth: int,
+    term: Callable[[BodyBuilder, Index], SSAValue],
+    target: SSAValue,
+    at: Sequence[Index],
+    combine: type[Operation],
+    identity: float,
+) -> None:
+    """`target[at] = combine(target[at], term(0), ..., term(depth - 1))` for an
+    associative `combine` (sum, maximum) with `identity`.
+
+    A running sum is a chain of dependent adds, which compilers may not
+    reorder; so a long sum keeps `DOT_LANES` interleaved partial sums (lane
+    `k mod DOT_LANES`) in a `memref.alloca`, added up at the end: the loop
+    over the lanes vectorises, `term` included (it may store, as softmax's
+    exponentials do). A maximum is exact in any order, and LLVM vectorises
+    its plain loop as it is (lanes would make it gather).
     """
-    if depth < 2 * DOT_LANES:
+    if depth < 2 * DOT_LANES or combine is not arith.AddfOp:
         k_b, (k,) = nest(b, (depth,), ["k"])
-        accumulate(k_b, arith.AddfOp, target, at, term(k_b, k))
+        accumulate(k_b, combine, target, at, term(k_b, k))
         return
     lanes, chunks = DOT_LANES, depth // DOT_LANES
     typ = element_type_of(target)
     partial = entry_alloca(b, (lanes,), typ, "partial")
     zero_b, (lane,) = nest(b, (lanes,), ["lane"])
-    store(zero_b, b.constant(0.0, typ), partial, [lane])
+    store(zero_b, b.constant(identity, typ), partial, [lane])
     lane_b, (chunk, lane) = nest(b, (chunks, lanes), ["kc", "lane"])
     k = index_add(lane_b, index_mul(lane_b, chunk, lanes), lane)
-    accumulate(lane_b, arith.AddfOp, partial, [lane], term(lane_b, k))
+    accumulate(lane_b, combine, partial, [lane], term(lane_b, k))
     if depth > chunks * lanes:
         tail_b, k = for_range(b, chunks * lanes, depth, "k")
         lane = index_add(tail_b, k, -chunks * lanes)
-        accumulate(tail_b, arith.AddfOp, partial, [lane], term(tail_b, k))
-    sum_b, (lane,) = nest(b, (lanes,), ["lane"])
-    accumulate(sum_b, arith.AddfOp, target, at, load(sum_b, partial, [lane]))
+        accumulate(tail_b, combine, partial, [lane], term(tail_b, k))
+    total_b, (lane,) = nest(b, (lanes,), ["lane"])
+    accumulate(total_b, combine, target, at, load(total_b, partial, [lane]))
 
 
 def times_transposed(
@@ -1251,6 +1269,9 @@ def lower_softmax(
     (data,), (out,) = operands, results
     log = isinstance(op, relay.LogSoftmaxOp)
     _, outer, size, inner = _along_axis(op, data)
+    if not inner:
+        softmax_rows(b, data, out, outer, size, log)
+        return
     typ = element_type_of(out)
     # Statistics for one outer index, laid out like the dims after the axis, so
     # every loop below walks memory contiguously.
@@ -1268,7 +1289,7 @@ def lower_softmax(
     shifted = binary(
         exp_b, arith.SubfOp, load(exp_b, data, [*o, a, *s]), load(exp_b, peak, s)
     )
-    exp = exp_b.scalar(math.ExpOp, shifted)
+    exp = exp_of(exp_b, shifted)
     store(exp_b, shifted if log else exp, out, [*o, a, *s])
     accumulate(exp_b, arith.AddfOp, total, s, exp)
 
@@ -1287,6 +1308,95 @@ def lower_softmax(
     release(b, total)
 
 
+def softmax_rows(
+    b: BodyBuilder,
+    data: SSAValue,
+    out: SSAValue,
+    outer: Sequence[int],
+    size: int,
+    log: bool,
+) -> None:
+    """Softmax (or log_softmax) along the contiguous last axis, one row at a
+    time while it is in cache: the maximum, then `exp(x - max)` stored and
+    summed, then one multiply by `1 / sum` (or subtract `log(sum)`). The
+    maximum and the sum keep vector-wide partial results (`reduce_along`) and
+    exp is vectorisable arithmetic, so every pass over the row vectorises."""
+    typ = element_type_of(out)
+    peak, total = scratch(b, (), typ, "max"), scratch(b, (), typ, "sum")
+    o_b, o = nest(b, outer)
+    store(o_b, o_b.constant(-pymath.inf, typ), peak, [])
+    store(o_b, o_b.constant(0.0, typ), total, [])
+
+    def element(inner: BodyBuilder, k: Index) -> SSAValue:
+        return load(inner, data, [*o, k])
+
+    reduce_along(o_b, size, element, peak, [], arith.MaximumfOp, -pymath.inf)
+
+    def exponential(inner: BodyBuilder, k: Index) -> SSAValue:
+        shifted = binary(inner, arith.SubfOp, element(inner, k), load(inner, peak, []))
+        exp = exp_of(inner, shifted)
+        store(inner, shifted if log else exp, out, [*o, k])
+        return exp
+
+    reduce_along(o_b, size, exponential, total, [], arith.AddfOp, 0.0)
+    if log:
+        scale = o_b.scalar(math.LogOp, load(o_b, total, []))
+    else:
+        scale = binary(o_b, arith.DivfOp, o_b.constant(1.0, typ), load(o_b, total, []))
+    n_b, (k,) = nest(o_b, (size,), ["k"])
+    accumulate(n_b, arith.SubfOp if log else arith.MulfOp, out, [*o, k], scale)
+
+
+def layer_norm_rows(
+    b: BodyBuilder,
+    op: relay.LayerNormOp,
+    operands: Sequence[SSAValue],
+    out: SSAValue,
+    outer: Sequence[int],
+    size: int,
+) -> None:
+    """layer_norm along the contiguous last axis, one row at a time while it is
+    in cache: the mean, the variance (both with vector-wide partial sums),
+    then `(x - mean) * (1 / sqrt(var + epsilon)) * gamma + beta` in one
+    vectorised pass."""
+    data, gamma, beta = operands
+    attrs = op.attrs()
+    typ = element_type_of(out)
+    count = b.constant(float(size), typ)
+    mean, spread = scratch(b, (), typ, "mean"), scratch(b, (), typ, "var")
+    o_b, o = nest(b, outer)
+    zero = o_b.constant(0.0, typ)
+    store(o_b, zero, mean, [])
+    store(o_b, zero, spread, [])
+
+    def element(inner: BodyBuilder, k: Index) -> SSAValue:
+        return load(inner, data, [*o, k])
+
+    sum_along(o_b, size, element, mean, [])
+    accumulate(o_b, arith.DivfOp, mean, [], count)
+
+    def deviation(inner: BodyBuilder, k: Index) -> SSAValue:
+        return binary(inner, arith.SubfOp, element(inner, k), load(inner, mean, []))
+
+    def square(inner: BodyBuilder, k: Index) -> SSAValue:
+        d = deviation(inner, k)
+        return binary(inner, arith.MulfOp, d, d)
+
+    sum_along(o_b, size, square, spread, [])
+    variance = binary(o_b, arith.DivfOp, load(o_b, spread, []), count)
+    variance = binary(o_b, arith.AddfOp, variance, o_b.constant(attrs["epsilon"], typ))
+    inverse = binary(
+        o_b, arith.DivfOp, o_b.constant(1.0, typ), o_b.scalar(math.SqrtOp, variance)
+    )
+    n_b, (k,) = nest(o_b, (size,), ["k"])
+    y = binary(n_b, arith.MulfOp, deviation(n_b, k), inverse)
+    if attrs["scale"]:
+        y = binary(n_b, arith.MulfOp, y, load(n_b, gamma, [k]))
+    if attrs["center"]:
+        y = binary(n_b, arith.AddfOp, y, load(n_b, beta, [k]))
+    store(n_b, y, out, [*o, k])
+
+
 def lower_layer_norm(
     b: BodyBuilder,
     op: Operation,
@@ -1298,6 +1408,9 @@ def lower_layer_norm(
     assert isinstance(op, relay.LayerNormOp)
     (data, gamma, beta), (out,) = operands, results
     _, outer, size, inner = _along_axis(op, data)
+    if not inner:
+        layer_norm_rows(b, op, operands, out, outer, size)
+        return
     typ = element_type_of(out)
     count = b.constant(float(size), typ)
     epsilon = b.constant(op.attrs()["epsilon"], typ)

@@ -144,6 +144,21 @@ class CompiledModule:
 
         save(self, path)
 
+    def profile(self, *inputs: Any, runs: int | None = None, show: bool = True):
+        """Where a call on `inputs` spends its time: per external function and
+        per host op group, largest first, with its share of the total and the
+        ops inside (runtime/profile.py). Prints the table unless `show` is
+        false; returns it as a `Profile`. The first call builds an instrumented
+        copy of the host code; the model itself is never slowed down."""
+        from byoc.runtime.profile import profile
+
+        if len(inputs) != len(self.inputs):
+            self._arity(inputs)
+        result = profile(self, inputs, runs)
+        if show:
+            print(result)
+        return result
+
     @property
     def sources(self) -> dict[str, str]:
         """Generated source files of every backend, by file name."""

@@ -226,6 +226,10 @@ class LoadedHost:
         """A check before the object is linked (MCJIT would bind an unresolved
         symbol to address 0, and calling it would crash the process)."""
 
+    def variable_address(self, name: str) -> int:
+        """Address of the global variable `name` (0 if the code has none)."""
+        return self._engine.get_global_value_address(name)
+
     def has_variable(self, name: str) -> bool:
         """Whether the code defines the global variable `name`."""
         return bool(self._engine.get_global_value_address(name))
@@ -253,10 +257,14 @@ class HostObject:
     """The functions it defines."""
 
 
-def compile_llvm_ir(llvm_ir: str) -> HostObject:
-    """Parse, optimise and emit LLVM IR text as an object. Needs no shared
-    library, so it can run while the backends' C still compiles."""
+def compile_llvm_ir(llvm_ir: str, companions: Sequence[str] = ()) -> HostObject:
+    """Parse, optimise and emit LLVM IR text as an object, linked with
+    `companions` (LLVM IR modules defining functions it declares: a
+    profiler's timers). Needs no shared library, so it can run while the
+    backends' C still compiles."""
     module = _parse(llvm_ir)
+    for text in companions:
+        module.link_in(_parse(text))
     target_machine = host_target_machine(jit=False)
     optimise(module, target_machine)
     defined = {f.name for f in module.functions if not f.is_declaration}

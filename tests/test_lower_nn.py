@@ -160,6 +160,38 @@ def special(*shape: int, seed: int = 0) -> np.ndarray:
 
 
 @pytest.mark.parametrize("exit", EXITS)
+def test_exp_and_erf_over_their_range(exit):
+    """exp and erf of f32 are arithmetic (passes/vector_math.py): within 2e-7
+    of numpy's float32 exp and of the exact erf over their whole range, with
+    inf, 0, subnormals, -0 and NaN where they belong."""
+    edges = np.array(
+        [0.0, -0.0, np.inf, -np.inf, np.nan, 88.72, 88.73, -87.3, -103.9, -104.5, 1e-30, -1e-30],
+        np.float32,
+    )
+    x = np.concatenate([np.linspace(-110, 95, 20011, dtype=np.float32), edges])
+    z = np.concatenate([np.linspace(-6, 6, 20011, dtype=np.float32), edges])
+    cases = [
+        Case("exp", relay.ExpOp, [x]),
+        Case("erf", relay.ErfOp, [z]),
+        Case("sigmoid", relay.SigmoidOp, [x]),
+    ]
+    want = byoc.run_reference(build(cases), inputs_of(cases))
+    if exit == "host":
+        got = run_host(cases)
+    elif have_compiler():
+        got = run_c(cases, want)
+    else:
+        pytest.skip("no C compiler")
+    for case, g, w in zip(cases, got, want):
+        # sigmoid's 1 / (1 + exp(-x)) is 0 where the exact value is subnormal.
+        atol = 1.2e-38 if case.label == "sigmoid" else 1e-44
+        np.testing.assert_allclose(g, w, rtol=2e-7, atol=atol, equal_nan=True, err_msg=case.label)
+        # Signs of zeros and infinities, as the reference (a NaN's sign means nothing).
+        real = ~np.isnan(w)
+        np.testing.assert_array_equal(np.signbit(g[real]), np.signbit(w[real]), err_msg=case.label)
+
+
+@pytest.mark.parametrize("exit", EXITS)
 def test_elementwise(exit):
     cases = []
     for op in (
@@ -766,6 +798,35 @@ def test_softmax(exit):
         )
         # exp would overflow without subtracting the maximum first.
         cases.append(Case(f"{op.name} large", op, [normal(3, 8, seed=2, scale=1000.0)]))
+    check(cases, [exit])
+
+
+@pytest.mark.parametrize("exit", EXITS)
+def test_normalisation_long_rows(exit):
+    """softmax, log_softmax and layer_norm along long last axes: the
+    vectorised paths (partial results per lane, a tail after the whole
+    lanes, exp as arithmetic), on rows of 32 (no tail), 77 and 128."""
+    cases = []
+    for shape in ((3, 32), (2, 1, 77), (5, 128)):
+        for op in (relay.SoftmaxOp, relay.LogSoftmaxOp):
+            cases.append(
+                Case(f"{op.name} {shape}", op, [normal(*shape, seed=len(shape), scale=4.0)])
+            )
+        c = shape[-1]
+        for center, scale in ((True, True), (False, False)):
+            cases.append(
+                Case(
+                    f"layer_norm {shape} center {center} scale {scale}",
+                    lambda d, g, b, ce=center, sc=scale: relay.LayerNormOp(
+                        d, g, b, epsilon=1e-12, center=ce, scale=sc
+                    ),
+                    [normal(*shape, seed=c, scale=3.0) + 2.0, normal(c, seed=1), normal(c, seed=2)],
+                )
+            )
+    # The maximum subtracted first: no overflow; and -inf entries give 0.
+    wide = normal(2, 40, seed=5, scale=1000.0)
+    wide[1, 3] = -np.inf
+    cases.append(Case("softmax large", relay.SoftmaxOp, [wide]))
     check(cases, [exit])
 
 

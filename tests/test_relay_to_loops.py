@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import math as pymath
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -73,6 +74,19 @@ class MissingScalarFunctions(InterpreterFunctions):
     @impl(math.TanhOp)
     def run_tanh(self, interp: Interpreter, op: math.TanhOp, args: PythonValues):
         return (pymath.tanh(args[0]),)
+
+    @impl(math.FloorOp)
+    def run_floor(self, interp: Interpreter, op: math.FloorOp, args: PythonValues):
+        return (float(pymath.floor(args[0])),)
+
+    @impl(arith.FPToSIOp)
+    def run_fptosi(self, interp: Interpreter, op: arith.FPToSIOp, args: PythonValues):
+        return (int(args[0]),)
+
+    @impl(arith.BitcastOp)
+    def run_bitcast(self, interp: Interpreter, op: arith.BitcastOp, args: PythonValues):
+        assert str(op.input.type) == "i32" and str(op.result.type) == "f32"
+        return (struct.unpack("<f", struct.pack("<i", args[0]))[0],)
 
 
 @register_impls
@@ -209,6 +223,9 @@ ALLOWED_OPS = {
     "arith.constant", "arith.addf", "arith.subf", "arith.mulf", "arith.divf",
     "arith.negf", "arith.maximumf", "arith.minimumf", "arith.ori",
     "math.tanh", "math.exp",
+    # exp of f32 as vectorisable arithmetic (passes/vector_math.py)
+    "math.floor", "arith.fptosi", "arith.addi", "arith.subi", "arith.muli",
+    "arith.divsi", "arith.bitcast", "arith.cmpf", "arith.select",
     "scf.for", "scf.yield",
     "memref.alloc", "memref.dealloc", "memref.load", "memref.store",
 }  # fmt: skip

@@ -83,6 +83,11 @@ def parser() -> argparse.ArgumentParser:
         "--runs", type=int, default=0, help="also time this many runs (median)"
     )
     p.add_argument(
+        "--profile",
+        action="store_true",
+        help="print where a call's time goes, per external function and host op group",
+    )
+    p.add_argument(
         "--timings", action="store_true", help="print the seconds of each compile stage"
     )
     p.add_argument(
@@ -307,6 +312,8 @@ def run(args: argparse.Namespace) -> int:
             model(*inputs)
             times.append(time.perf_counter() - t0)
         print(f"median latency over {args.runs} runs: {np.median(times) * 1e6:.1f} us")
+    if args.profile:
+        model.profile(*inputs)
     if args.check == "functions":
         print("checking each external function against the reference ...", flush=True)
         checks = model.verify(*inputs, rtol=args.rtol, atol=args.atol)

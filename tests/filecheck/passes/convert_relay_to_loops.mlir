@@ -59,7 +59,7 @@ func.func @unary_chain(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = relay.nn.relu %x : (tensor<4xf32>) -> tensor<4xf32>
   %1 = relay.negative %0 : (tensor<4xf32>) -> tensor<4xf32>
   %2 = relay.tanh %1 : (tensor<4xf32>) -> tensor<4xf32>
-  %3 = relay.exp %2 : (tensor<4xf32>) -> tensor<4xf32>
+  %3 = relay.log %2 : (tensor<4xf32>) -> tensor<4xf32>
   func.return %3 : tensor<4xf32>
 }
 
@@ -74,7 +74,7 @@ func.func @unary_chain(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:       %[[R:.*]] = arith.maximumf %[[X]], %cst : f32
 // CHECK-NEXT:       %[[N:.*]] = arith.negf %[[R]] : f32
 // CHECK-NEXT:       %[[T:.*]] = math.tanh %[[N]] : f32
-// CHECK-NEXT:       %[[E:.*]] = math.exp %[[T]] : f32
+// CHECK-NEXT:       %[[E:.*]] = math.log %[[T]] : f32
 // CHECK-NEXT:       memref.store %[[E]], %out0[%[[I]]] : memref<4xf32>
 // CHECK-NEXT:     }
 // CHECK-NEXT:     func.return %c0_i32 : i32
@@ -82,7 +82,7 @@ func.func @unary_chain(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // A returned argument is copied into its output buffer.
 func.func @returns_argument(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
-  %0 = relay.exp %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %0 = relay.log %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return %x, %0 : tensor<2x3xf32>, tensor<2x3xf32>
 }
 
@@ -91,7 +91,7 @@ func.func @returns_argument(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3
 // CHECK:          scf.for %[[I:.*]] = %c0 to %c2 step %c1 {
 // CHECK-NEXT:       scf.for %[[J:.*]] = %c0 to %c3 step %c1 {
 // CHECK-NEXT:         %[[X:.*]] = memref.load %x[%[[I]], %[[J]]] : memref<2x3xf32>
-// CHECK-NEXT:         %[[Y:.*]] = math.exp %[[X]] : f32
+// CHECK-NEXT:         %[[Y:.*]] = math.log %[[X]] : f32
 // CHECK-NEXT:         memref.store %[[Y]], %out1[%[[I]], %[[J]]] : memref<2x3xf32>
 // CHECK-NEXT:       }
 // CHECK-NEXT:     }

@@ -35,7 +35,7 @@ func.func @chain(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tensor<4x8xf32>, 
 func.func @broadcast(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = relay.add %a, %b : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
   %1 = relay.multiply %0, %c : (tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-  %2 = relay.exp %1 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %2 = relay.log %1 : (tensor<4x8xf32>) -> tensor<4x8xf32>
   func.return %2 : tensor<4x8xf32>
 }
 
@@ -52,7 +52,7 @@ func.func @broadcast(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<4x8xf32>) 
 // CHECK-NEXT:         %[[X:.*]] = memref.load %[[T]][%[[J]]] : memref<8xf32>
 // CHECK-NEXT:         %[[C:.*]] = memref.load %c[%[[I]], %[[J]]] : memref<4x8xf32>
 // CHECK-NEXT:         %[[P:.*]] = arith.mulf %[[X]], %[[C]] : f32
-// CHECK-NEXT:         %[[E:.*]] = math.exp %[[P]] : f32
+// CHECK-NEXT:         %[[E:.*]] = math.log %[[P]] : f32
 // CHECK-NEXT:         memref.store %[[E]], %out0[%[[I]], %[[J]]] : memref<4x8xf32>
 // CHECK-NEXT:       }
 // CHECK-NEXT:     }
@@ -62,7 +62,7 @@ func.func @broadcast(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<4x8xf32>) 
 // A value used twice (a diamond) keeps its buffer; each single-use branch is
 // fused into the op that joins them.
 func.func @diamond(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = relay.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+  %0 = relay.log %x : (tensor<4xf32>) -> tensor<4xf32>
   %1 = relay.tanh %0 : (tensor<4xf32>) -> tensor<4xf32>
   %2 = relay.negative %0 : (tensor<4xf32>) -> tensor<4xf32>
   %3 = relay.add %1, %2 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
@@ -73,7 +73,7 @@ func.func @diamond(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK:          %[[E:.*]] = memref.alloc() : memref<4xf32>
 // CHECK-NEXT:     scf.for
 // CHECK-NEXT:       memref.load %x
-// CHECK-NEXT:       math.exp
+// CHECK-NEXT:       math.log
 // CHECK-NEXT:       memref.store
 // CHECK-NEXT:     }
 // CHECK-NEXT:     scf.for %[[I:.*]] = %c0 to %c4 step %c1 {
@@ -88,14 +88,14 @@ func.func @diamond(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // A returned intermediate is computed into its output, not fused.
 func.func @returned(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
-  %0 = relay.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+  %0 = relay.log %x : (tensor<4xf32>) -> tensor<4xf32>
   %1 = relay.negative %0 : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0, %1 : tensor<4xf32>, tensor<4xf32>
 }
 
 // CHECK-LABEL:  func.func @returned(%x: memref<4xf32>, %out0: memref<4xf32>, %out1: memref<4xf32>) -> i32 {
 // CHECK-NOT:      memref.alloc
-// CHECK:            math.exp
+// CHECK:            math.log
 // CHECK-NEXT:       memref.store %{{.*}}, %out0
 // CHECK:            %[[V:.*]] = memref.load %out0
 // CHECK-NEXT:       arith.negf %[[V]]

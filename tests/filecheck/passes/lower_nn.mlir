@@ -141,8 +141,10 @@ func.func @conv2d_depthwise_padded(%x: tensor<1x4x5x5xf32>, %w: tensor<4x1x3x3xf
 // CHECK:                    memref.load %x[%c0, %g, %[[IY]], %{{.*}}] : memref<1x4x5x5xf32>
 // CHECK-NEXT:               memref.load %w[%g, %c0, %ki, %kj] : memref<4x1x3x3xf32>
 
-// softmax along the last axis: the maximum, then exp(x - max) into the output
-// and its sum, then the division; the statistics are scalars (allocas).
+// softmax along the last axis, one row at a time: the maximum, then
+// exp(x - max) (vectorisable arithmetic, passes/vector_math.py) into the
+// output and its sum, then one multiply by 1 / sum; the statistics are
+// scalars (allocas).
 func.func @softmax(%x: tensor<2x5xf32>) -> tensor<2x5xf32> {
   %0 = relay.nn.softmax %x : (tensor<2x5xf32>) -> tensor<2x5xf32>
   func.return %0 : tensor<2x5xf32>
@@ -151,6 +153,7 @@ func.func @softmax(%x: tensor<2x5xf32>) -> tensor<2x5xf32> {
 // CHECK-LABEL:  func.func @softmax(%x: memref<2x5xf32>, %out0: memref<2x5xf32>) -> i32 {
 // CHECK-DAG:      %[[NEG_INF:.*]] = arith.constant 0xff800000 : f32
 // CHECK-DAG:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG:      %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK:          %max = memref.alloca() : memref<f32>
 // CHECK-NEXT:     %sum = memref.alloca() : memref<f32>
 // CHECK-NEXT:     scf.for %i0 = %c0 to %c2 step %c1 {
@@ -166,20 +169,56 @@ func.func @softmax(%x: tensor<2x5xf32>) -> tensor<2x5xf32> {
 // CHECK-NEXT:         %[[X:.*]] = memref.load %x[%i0, %[[J]]] : memref<2x5xf32>
 // CHECK-NEXT:         %[[M:.*]] = memref.load %max[] : memref<f32>
 // CHECK-NEXT:         %[[D:.*]] = arith.subf %[[X]], %[[M]] : f32
-// CHECK-NEXT:         %[[E:.*]] = math.exp %[[D]] : f32
+// CHECK-NOT:          math.exp
+// CHECK:              math.floor
+// CHECK:              arith.bitcast
+// CHECK:              %[[E:.*]] = arith.select %{{.*}}, %[[D]], %{{.*}} : f32
 // CHECK-NEXT:         memref.store %[[E]], %out0[%i0, %[[J]]] : memref<2x5xf32>
 // CHECK-NEXT:         %[[S:.*]] = memref.load %sum[] : memref<f32>
 // CHECK-NEXT:         %[[T:.*]] = arith.addf %[[S]], %[[E]] : f32
 // CHECK-NEXT:         memref.store %[[T]], %sum[] : memref<f32>
 // CHECK-NEXT:       }
+// CHECK-NEXT:       %[[S:.*]] = memref.load %sum[] : memref<f32>
+// CHECK-NEXT:       %[[R:.*]] = arith.divf %[[ONE]], %[[S]] : f32
 // CHECK-NEXT:       scf.for %[[J:.*]] = %c0 to %c5 step %c1 {
-// CHECK-NEXT:         %[[S:.*]] = memref.load %sum[] : memref<f32>
 // CHECK-NEXT:         %[[E:.*]] = memref.load %out0[%i0, %[[J]]] : memref<2x5xf32>
-// CHECK-NEXT:         %[[R:.*]] = arith.divf %[[E]], %[[S]] : f32
-// CHECK-NEXT:         memref.store %[[R]], %out0[%i0, %[[J]]] : memref<2x5xf32>
+// CHECK-NEXT:         %[[Y:.*]] = arith.mulf %[[E]], %[[R]] : f32
+// CHECK-NEXT:         memref.store %[[Y]], %out0[%i0, %[[J]]] : memref<2x5xf32>
 // CHECK-NEXT:       }
 // CHECK-NEXT:     }
 // CHECK-NEXT:     func.return
+
+// A long row (32 or more): the sums keep 16 partial sums, one per lane
+// (k mod 16), in an alloca at the entry, added up after the whole chunks and
+// the tail; the loop over the lanes vectorises. layer_norm: the mean, the
+// variance, then one pass of (x - mean) * (1 / sqrt(var + eps)) * gamma + beta.
+func.func @layer_norm_long(%x: tensor<3x40xf32>, %g: tensor<40xf32>, %b: tensor<40xf32>) -> tensor<3x40xf32> {
+  %0 = relay.nn.layer_norm %x, %g, %b : (tensor<3x40xf32>, tensor<40xf32>, tensor<40xf32>) -> tensor<3x40xf32>
+  func.return %0 : tensor<3x40xf32>
+}
+
+// CHECK-LABEL:  func.func @layer_norm_long(
+// CHECK:          memref.alloca() : memref<16xf32>
+// CHECK:          %mean = memref.alloca() : memref<f32>
+// CHECK-NEXT:     %var = memref.alloca() : memref<f32>
+// CHECK-NEXT:     scf.for %i0 = %c0 to %c3 step %c1 {
+// CHECK:            scf.for %kc = %c0 to %c2 step %c1 {
+// CHECK-NEXT:         scf.for %[[L:.*]] = %c0 to %c16 step %c1 {
+// CHECK:                memref.load %x[%i0, %{{.*}}] : memref<3x40xf32>
+// CHECK:                arith.addf
+// CHECK-NEXT:           memref.store %{{.*}}, %partial{{.*}}[%[[L]]] : memref<16xf32>
+// CHECK:            scf.for %k = %c32 to %c40 step %c1 {
+// CHECK:            memref.load %mean[] : memref<f32>
+// CHECK:            arith.divf
+// CHECK:            math.sqrt
+// CHECK:            scf.for %[[K:.*]] = %c0 to %c40 step %c1 {
+// CHECK:              arith.subf
+// CHECK-NEXT:         arith.mulf
+// CHECK-NEXT:         %[[G:.*]] = memref.load %g[%[[K]]] : memref<40xf32>
+// CHECK-NEXT:         arith.mulf %{{.*}}, %[[G]] : f32
+// CHECK-NEXT:         %[[B:.*]] = memref.load %b[%[[K]]] : memref<40xf32>
+// CHECK-NEXT:         arith.addf %{{.*}}, %[[B]] : f32
+// CHECK-NEXT:         memref.store
 
 // Along an inner axis the statistics are rows on the heap, so every loop is
 // contiguous; they are freed at the end.
