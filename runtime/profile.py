@@ -207,6 +207,7 @@ class Profiler:
         from byoc.backends.host import host_module, lower_host
         from byoc.frontend.parse import parse_text
         from byoc.passes.convert_relay_to_loops import ProfileMarks
+        from byoc.passes.dedup_functions import dedup_functions
         from byoc.runtime.build import rename_symbols
         from byoc.runtime.jit import JitModule, ffi
         from byoc.runtime.weights import aligned_zeros
@@ -218,6 +219,9 @@ class Profiler:
         partitioned = parse_text(model.partitioned_ir, "<partitioned IR>")
         with_placeholder_weights(partitioned)
         rename_symbols(partitioned, base, "main")
+        # The compile merged identical outlined functions after printing
+        # partitioned_ir: only the kept ones are in the model's libraries.
+        dedup_functions(partitioned)
         # The profiled main gets names of its own, beside the model's; the
         # host is built as the model's was (split, deduplicated), with marks.
         self.main = f"{prefix}main"

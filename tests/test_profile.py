@@ -93,6 +93,32 @@ def test_byoc_run_profile(tmp_path):
     assert "profile over" in proc.stdout and "cblas_0" in proc.stdout and "by place:" in proc.stdout
 
 
+REPEATED = """
+func.func @main(%x: tensor<16x32xf32>, %w: tensor<32x32xf32>) -> tensor<16x32xf32> {
+  %0 = relay.nn.dense %x, %w : (tensor<16x32xf32>, tensor<32x32xf32>) -> tensor<16x32xf32>
+  %1 = relay.nn.relu %0 : (tensor<16x32xf32>) -> tensor<16x32xf32>
+  %2 = relay.nn.softmax %1 : (tensor<16x32xf32>) -> tensor<16x32xf32>
+  %3 = relay.nn.dense %2, %w : (tensor<16x32xf32>, tensor<32x32xf32>) -> tensor<16x32xf32>
+  %4 = relay.nn.relu %3 : (tensor<16x32xf32>) -> tensor<16x32xf32>
+  func.return %4 : tensor<16x32xf32>
+}
+"""
+
+
+def test_profile_of_merged_external_functions():
+    """The compile merges identical outlined functions after printing
+    partitioned_ir (one symbol in the library): the profile calls the kept
+    one for both and adds their times up."""
+    model = byoc.compile(REPEATED, targets=["cblas", "ccompiler"])
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((16, 32)).astype(np.float32)
+    w = rng.standard_normal((32, 32)).astype(np.float32)
+    result = model.profile(x, w, runs=3, show=False)
+    cblas = [e for e in result.entries if e.where == "cblas"]
+    assert len(cblas) == 1 and cblas[0].count == 2 and cblas[0].ops == "dense, relu"
+    np.testing.assert_array_equal(model._profiler.outputs[0], model(x, w))
+
+
 WEIGHTED = """
 func.func @main(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
   %w = relay.constant dense<WEIGHT> : tensor<64x64xf32>
