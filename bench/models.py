@@ -16,7 +16,7 @@ unloaded one. Every model's output is checked against onnxruntime's (within
 `--rtol` of the output's largest magnitude) before it is timed.
 
     python bench/models.py [--models resnet50,bert] [--threads 1,2] [--runs 30]
-                           [--no-load] [--no-simplify]
+                           [--no-load] [--profile] [--no-simplify]
 
 A benchmark, not a test: numbers depend on the machine and on what else runs.
 """
@@ -231,6 +231,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=50, help="calls per contender and configuration (fewer for slow models)")
     parser.add_argument("--rtol", type=float, default=1e-4, help="tolerance of the check, relative to the output's scale")
     parser.add_argument("--no-load", action="store_true", help="skip the columns with a busy process beside")
+    parser.add_argument("--profile", action="store_true", help="print byoc's profile of each model")
     parser.add_argument("--no-simplify", action="store_true", help="compile without byoc-simplify")
     parser.add_argument("--decomposed-layer-norm", action="store_true", help="BERT with LayerNormalization decomposed")
     args = parser.parse_args()
@@ -282,6 +283,10 @@ def main() -> None:
                 lb, lo = statistics.median(loaded["byoc"]), statistics.median(loaded["ort"])
                 line += f" | {fmt(lb):>11} {fmt(lo)} {lb / b_min:9.2f} {lb / lo:6.2f} {(lb / lo) / ratio:10.2f}"
             print(f"{line}  {verdict}", flush=True)
+        if args.profile:
+            print(f"\n{name}, byoc's profile ({threads[-1]} threads):")
+            model.profile(*feeds)
+            print()
 
 
 if __name__ == "__main__":
