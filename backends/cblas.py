@@ -3,7 +3,10 @@
 A vendor-library backend in one file. It takes float32 `nn.dense`,
 `nn.matmul`, `nn.batch_matmul` and `nn.conv2d` (im2col + sgemm, or sgemm
 straight on the input for 1x1 stride-1 convolutions), and the composites
-that end a dense or conv2d with a bias and/or relu. The generated C calls
+that end a dense or conv2d with a bias and/or relu. A conv2d or dense with a
+constant weight is computed by libbyoc's kernels instead (`alter_op` packs
+the weight at compile time: relay.nn.conv2d_packed, relay.nn.dense_packed),
+which also fuse a residual add, clip and (dense) gelu. The generated C calls
 `scipy_cblas_sgemm` from the scipy-openblas32 wheel (`pip install
 byoc[cblas]`), then applies the epilogue (bias add, relu) in ONE loop over
 the product's output, in place, while it is still in cache.
@@ -327,6 +330,12 @@ DEPTHWISE_MAX_TAPS = 64
 """Kernel taps libbyoc's depthwise convolution takes (byoc_runtime.h)."""
 
 
+def dense_packed_check(op: Operation) -> str | None:
+    """Takes float32 dense_packed (what `alter_op` makes of a dense with a constant
+    weight): libbyoc's kernel."""
+    return _float32(op)
+
+
 def conv2d_packed_check(op: Operation) -> str | None:
     """Takes float32 conv2d_packed (what `alter_op` makes of a conv2d with a constant
     weight): libbyoc's kernel, any stride, padding, dilation and groups."""
@@ -335,6 +344,7 @@ def conv2d_packed_check(op: Operation) -> str | None:
 
 KERNEL_CHECKS = {
     relay.DenseOp.name: dense_check,
+    relay.DensePackedOp.name: dense_packed_check,
     relay.MatmulOp.name: matmul_check,
     relay.BatchMatmulOp.name: batch_matmul_check,
     relay.Conv2dOp.name: conv2d_check,
@@ -342,9 +352,13 @@ KERNEL_CHECKS = {
 }
 """The ops computed by sgemm or libbyoc, and their checks."""
 
-EPILOGUE_OPS = (relay.BiasAddOp.name, relay.ReluOp.name, relay.AddOp.name, relay.ClipOp.name)
+EPILOGUE_OPS = (
+    relay.BiasAddOp.name, relay.ReluOp.name, relay.AddOp.name, relay.ClipOp.name,
+    relay.GeluOp.name,
+)
 """Elementwise ops applied to a product's output in the same pass (composites only;
-a residual `add` and `clip` only after a conv2d with a constant weight)."""
+a residual `add` and `clip` only after a conv2d or dense with a constant weight,
+`gelu` only after such a dense)."""
 
 
 def fused_check(ops: Sequence[Operation]) -> str | None:
@@ -376,9 +390,30 @@ def packed_conv_check(ops: Sequence[Operation]) -> str | None:
     return None
 
 
+def packed_dense_check(ops: Sequence[Operation]) -> str | None:
+    """A dense composite whose epilogue only libbyoc's kernel applies (a residual
+    add, gelu): the weight must be a constant (so it is packed), an add's
+    operands of one shape, a bias along the last axis, gelu's erf form."""
+    if reason := fused_check(ops):
+        return reason
+    dense = ops[0]
+    if not isinstance(dense.operands[1].owner, relay.ConstantOp):
+        return "the weight is not a constant (libbyoc's dense kernel reads packed weights)"
+    rank = len(_shape(dense.results[0]))
+    for op in ops[1:]:
+        if isinstance(op, relay.AddOp) and _shape(op.operands[0]) != _shape(op.operands[1]):
+            return "the add broadcasts (a residual add takes two tensors of one shape)"
+        if isinstance(op, relay.BiasAddOp) and op.attrs()["axis"] not in (rank - 1, -1):
+            return "the bias is not along the last axis"
+        if isinstance(op, relay.GeluOp) and op.approximate.data != "none":
+            return "gelu is the tanh approximation (the kernel computes the erf form)"
+    return None
+
+
 def _composites() -> tuple[Composite, ...]:
-    bias, relu, add, clip = (
-        relay.BiasAddOp.name, relay.ReluOp.name, relay.AddOp.name, relay.ClipOp.name
+    bias, relu, add, clip, gelu = (
+        relay.BiasAddOp.name, relay.ReluOp.name, relay.AddOp.name, relay.ClipOp.name,
+        relay.GeluOp.name,
     )
     patterns = []
     for product in ("dense", "conv2d"):
@@ -401,13 +436,25 @@ def _composites() -> tuple[Composite, ...]:
         ("clip", (clip,)),
     ):
         patterns.append(Composite(f"conv2d_{suffix}", (root, *tail), packed_conv_check))
+    root = relay.DenseOp.name
+    for suffix, tail in (
+        ("bias_gelu", (bias, gelu)),
+        ("bias_add_relu", (bias, add, relu)),
+        ("bias_add", (bias, add)),
+        ("add_relu", (add, relu)),
+        ("add", (add,)),
+        ("gelu", (gelu,)),
+    ):
+        patterns.append(Composite(f"dense_{suffix}", (root, *tail), packed_dense_check))
     return tuple(patterns)
 
 
 COMPOSITES = _composites()
 """dense/conv2d followed by bias_add and/or relu (`dense_bias_relu`, `conv2d_bias`,
-...), and conv2d followed by a bias, a residual add and relu or clip
-(`conv2d_bias_add_relu`, ...), computed in the pass that writes the output."""
+...), conv2d followed by a bias, a residual add and relu or clip
+(`conv2d_bias_add_relu`, ...), and dense followed by a bias and gelu or a
+residual add (`dense_bias_gelu`, `dense_bias_add`, ...), computed in the pass
+that writes the output."""
 
 
 # ---------------------------------------------------------------------------
@@ -422,7 +469,8 @@ class CodegenError(ByocError):
 @dataclass
 class Epilogue:
     """Elementwise work done on a step's output in one pass:
-    `act(x + bias + residual)`, act relu or clip (residual and clip: conv2d_packed only)."""
+    `act(x + bias + residual)`, act relu, clip or gelu (residual and clip:
+    conv2d_packed and dense_packed only; gelu: dense_packed only)."""
 
     bias: SSAValue | None = None
     axis: int = 0
@@ -430,15 +478,14 @@ class Epilogue:
     relu: bool = False
     residual: SSAValue | None = None
     clip: tuple[float, float] | None = None
+    gelu: bool = False
 
     def __bool__(self) -> bool:
-        return self.bias is not None or self.relu or self.residual is not None or (
-            self.clip is not None
-        )
+        return self.bias is not None or self.residual is not None or self.activated
 
     @property
     def activated(self) -> bool:
-        return self.relu or self.clip is not None
+        return self.relu or self.clip is not None or self.gelu
 
 
 @dataclass
@@ -482,13 +529,17 @@ class Scratch:
 
 def _can_fuse(step: Step, op: Operation, uses: int, returned: bool, defined_before) -> bool:
     """Whether `op` (an epilogue op of `step.result`) can run in `step`'s epilogue:
-    in order bias, residual add, activation; add and clip after conv2d_packed only."""
+    in order bias, residual add, activation; add and clip after libbyoc's kernels
+    only (conv2d_packed, depthwise conv2d, dense_packed), gelu after dense_packed."""
     if uses != 1 or returned:
         return False  # someone needs the value before the epilogue
     ep = step.epilogue
     if op.name == relay.ReluOp.name:
         return not ep.activated
-    packed = isinstance(step.op, relay.Conv2dPackedOp) or is_depthwise(step.op)
+    dense = isinstance(step.op, relay.DensePackedOp)
+    packed = dense or isinstance(step.op, relay.Conv2dPackedOp) or is_depthwise(step.op)
+    if isinstance(op, relay.GeluOp):
+        return dense and not ep.activated and op.approximate.data == "none"
     if op.name == relay.ClipOp.name:
         return packed and not ep.activated
     other = op.operands[1]
@@ -501,9 +552,11 @@ def _can_fuse(step: Step, op: Operation, uses: int, returned: bool, defined_befo
             and _shape(other) == _shape(step.result)
             and defined_before(other, step.op)
         )
+    rank = len(_shape(step.result))
+    along_last = op.attrs()["axis"] in (rank - 1, -1)
     return ep.bias is None and ep.residual is None and not ep.activated and (
         defined_before(other, step.op)
-    )
+    ) and (along_last or not dense)
 
 
 def plan_steps(function: func.FuncOp) -> list[Step]:
@@ -540,7 +593,7 @@ def plan_steps(function: func.FuncOp) -> list[Step]:
             if op.name not in (relay.BiasAddOp.name, relay.ReluOp.name):
                 raise CodegenError(
                     f"error: cblas computes '{op.name}' only in the epilogue of a "
-                    f"conv2d_packed (@{function.sym_name.data})"
+                    f"conv2d_packed or dense_packed (@{function.sym_name.data})"
                 )
             step = Step(op, op.results[0], _add_epilogue(Epilogue(), op), source=source)
         elif op.name in KERNEL_CHECKS:
@@ -560,6 +613,8 @@ def plan_steps(function: func.FuncOp) -> list[Step]:
 def _add_epilogue(epilogue: Epilogue, op: Operation) -> Epilogue:
     if op.name == relay.ReluOp.name:
         epilogue.relu = True
+    elif isinstance(op, relay.GeluOp):
+        epilogue.gelu = True
     elif isinstance(op, relay.ClipOp):
         attrs = op.attrs()
         epilogue.clip = (float(attrs["a_min"]), float(attrs["a_max"]))
@@ -630,9 +685,22 @@ def _direct_conv(op: relay.Conv2dOp) -> bool:
 
 F32_PTR = EmitC_PointerType(f32)
 CONV_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_conv")))
+PRODUCT_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_product")))
 
 LIBBYOC_LAYOUTS = {"OIHW8o": 0, "OIHW32o": 1}
 """conv2d_packed's kernel layouts as byoc_runtime.h numbers them (ROWS, COLUMNS)."""
+
+
+def _activation(epilogue: Epilogue) -> tuple[int, float, float]:
+    """The epilogue's activation as libbyoc's kernels take it: BYOC_RT_LINEAR,
+    RELU, CLIP (with its bounds) or GELU, numbered as in byoc_runtime.h."""
+    if epilogue.relu:
+        return 1, 0.0, 0.0
+    if epilogue.clip is not None:
+        return 2, *epilogue.clip
+    if epilogue.gelu:
+        return 3, 0.0, 0.0
+    return 0, 0.0, 0.0
 
 
 def _c_float(value: float) -> str:
@@ -1050,6 +1118,9 @@ class FunctionEmitter:
         elif isinstance(op, relay.Conv2dPackedOp):
             self._libbyoc_conv("byoc_rt_conv2d", op, out, step.epilogue)
             return  # the kernel applies the epilogue
+        elif isinstance(op, relay.DensePackedOp):
+            self._libbyoc_dense(op, out, step.epilogue)
+            return  # the kernel applies the epilogue
         else:
             assert step.source is not None
             self.epilogue(self.refs[step.source], out, shape, step.epilogue)
@@ -1234,11 +1305,7 @@ class FunctionEmitter:
         sh, sw = attrs["strides"]  # type: ignore[misc]
         dh, dw = attrs["dilation"]  # type: ignore[misc]
         layout = LIBBYOC_LAYOUTS.get(attrs.get("kernel_layout"), 0)  # type: ignore[arg-type]
-        activation, low, high = 0, 0.0, 0.0
-        if epilogue.relu:
-            activation = 1
-        elif epilogue.clip is not None:
-            activation, (low, high) = 2, epilogue.clip
+        activation, low, high = _activation(epilogue)
         fields = [n, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, top, left, attrs["groups"],
                   layout, activation]
         name = f"{self.function.sym_name.data}_conv_{len(self.globals)}"
@@ -1254,6 +1321,33 @@ class FunctionEmitter:
         status = b.call(
             kernel,
             [conv, b.pointer(self.refs[data]), b.pointer(self.refs[weight]), *optional,
+             b.pointer(out)],
+            results=[i32],
+        ).results[0]
+        self.fail_on(status)
+
+    def _libbyoc_dense(self, op: relay.DensePackedOp, out: Ref, epilogue: Epilogue) -> None:
+        """One call of libbyoc's `byoc_rt_dense`, its shape a `static const`
+        struct, the epilogue (bias, residual, relu, clip or gelu) applied by the
+        kernel."""
+        b = self.b
+        data, weight = op.operands
+        k = _shape(data)[-1]
+        m, n = math.prod(_shape(data)[:-1]), op.attrs()["units"]
+        activation, low, high = _activation(epilogue)
+        name = f"{self.function.sym_name.data}_product_{len(self.globals)}"
+        values = ", ".join([*map(str, (m, n, k, activation)), _c_float(low), _c_float(high)])
+        self.globals.append(EmitC_VerbatimOp(f"static const byoc_rt_product {name} = {{{values}}};"))
+        self.uses_libbyoc = True
+        null = b.value(EmitC_LiteralOp("NULL", F32_PTR))
+        optional = [
+            b.pointer(self.refs[v]) if v is not None else null
+            for v in (epilogue.bias, epilogue.residual)
+        ]
+        product = b.value(EmitC_LiteralOp(f"&{name}", PRODUCT_PTR))
+        status = b.call(
+            "byoc_rt_dense",
+            [product, b.pointer(self.refs[data]), b.pointer(self.refs[weight]), *optional,
              b.pointer(out)],
             results=[i32],
         ).results[0]
@@ -1557,8 +1651,12 @@ def conv2d_kernel_layout(op: relay.Conv2dOp) -> str:
 
 
 def alter_op(op: Operation) -> None:
-    """A conv2d with a constant weight becomes conv2d_packed, its weight packed
-    (at compile time: a new constant) in the layout libbyoc's kernel reads."""
+    """A conv2d or dense with a constant weight becomes conv2d_packed or
+    dense_packed, its weight packed (at compile time: a new constant) in the
+    layout libbyoc's kernel reads."""
+    if isinstance(op, relay.DenseOp):
+        _alter_dense(op)
+        return
     if not isinstance(op, relay.Conv2dOp):
         return
     weight = op.operands[1].owner
@@ -1586,10 +1684,28 @@ def alter_op(op: Operation) -> None:
         result_type=op.results[0].type,
     )
     conv.attributes.update(op.attributes)
+    _replace(op, [packed, conv], weight)
+
+
+def _alter_dense(op: relay.DenseOp) -> None:
+    weight = op.operands[1].owner
+    if not isinstance(weight, relay.ConstantOp) or dense_check(op) is not None:
+        return
+    packed = relay.ConstantOp.from_numpy(relay.pack_dense_weight(weight.to_numpy()))
+    dense = relay.DensePackedOp(
+        op.operands[0], packed.result, _shape(op.operands[1])[0], op.results[0].type
+    )
+    dense.attributes.update(op.attributes)
+    _replace(op, [packed, dense], weight)
+
+
+def _replace(op: Operation, new: list[Operation], weight: relay.ConstantOp) -> None:
+    """`op` replaced by `new` (its last op gives the result); the old weight
+    constant is erased once nothing else reads it."""
     block = op.parent_block()
     assert block is not None
-    block.insert_ops_before([packed, conv], op)
-    op.results[0].replace_all_uses_with(conv.results[0])
+    block.insert_ops_before(new, op)
+    op.results[0].replace_all_uses_with(new[-1].results[0])
     op.detach()
     op.erase()
     if weight.results[0].first_use is None:
@@ -1602,8 +1718,8 @@ backend = Backend(
     ops=KERNEL_CHECKS,
     codegen=codegen,
     description=(
-        "dense, matmul and batch_matmul as OpenBLAS sgemm/sgemv calls; conv2d as "
-        "libbyoc's kernel on packed weights (or im2col and sgemm)"
+        "matmul and batch_matmul as OpenBLAS sgemm/sgemv calls; dense and conv2d "
+        "as libbyoc's kernels on packed weights (or sgemm, im2col and sgemm)"
     ),
     source=generate_c,
     composites=COMPOSITES,

@@ -568,6 +568,39 @@ def lower_dense(
     times_transposed(b, out, data, lambda r, k, n: [*r, k], weight, lambda r: [], depth)
 
 
+def lower_dense_packed(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.nn.dense_packed`: output feature `n` is column `n mod 32` of
+    panel `n / 32` (`[panels, K, 32]`), so the loops run over whole panels and
+    then the last panel's features, each step adding `data[k] * panel[k, :]`
+    to the output row (`accumulate_rows`' order: unit stride, no reduction)."""
+    assert isinstance(op, relay.DensePackedOp)
+    (data, weight), (out,) = operands, results
+    panels, depth, block = shape_of(weight)
+    shape = shape_of(out)
+    rows, units = shape[:-1], shape[-1]
+    full, tail = divmod(units, block)
+    row_b, r = nest(b, rows, "m")
+    fill_b, (n,) = nest(row_b, (units,), ["n"])
+    store(fill_b, b.constant(0.0, element_type_of(out)), out, [*r, n])
+    k_b, (k,) = nest(row_b, (depth,), ["k"])
+    a = load(k_b, data, [*r, k])
+    if full:
+        p_b, (p, j) = nest(k_b, (full, block), ["p", "j"])
+        n = index_add(p_b, index_mul(p_b, p, block), j)
+        product = binary(p_b, arith.MulfOp, a, load(p_b, weight, [p, k, j]))
+        accumulate(p_b, arith.AddfOp, out, [*r, n], product)
+    if tail:
+        t_b, (j,) = nest(k_b, (tail,), ["j"])
+        n = index_add(t_b, j, full * block)
+        product = binary(t_b, arith.MulfOp, a, load(t_b, weight, [full, k, j]))
+        accumulate(t_b, arith.AddfOp, out, [*r, n], product)
+
+
 def lower_matmul(
     b: BodyBuilder,
     op: Operation,
@@ -1568,6 +1601,7 @@ NN_LOWERINGS: dict[type[Operation], OpLowering] = {
     relay.BiasAddOp: lower_bias_add,
     relay.PReluOp: lower_prelu,
     relay.DenseOp: lower_dense,
+    relay.DensePackedOp: lower_dense_packed,
     relay.MatmulOp: lower_matmul,
     relay.BatchMatmulOp: lower_batch_matmul,
     relay.Conv2dOp: lower_conv,

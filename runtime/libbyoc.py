@@ -31,7 +31,7 @@ from byoc.frontend.diagnostics import ByocError
 
 SOURCE_DIR = Path(__file__).resolve().parent / "libbyoc"
 HEADER = "byoc_runtime.h"
-SOURCES = ("threads.c", "scratch.c", "conv2d.c", "depthwise.c")
+SOURCES = ("threads.c", "scratch.c", "conv2d.c", "depthwise.c", "dense.c")
 
 FLAGS = ("-std=c11", "-fPIC", "-Wall", "-Wextra", "-Werror", "-Wno-psabi", "-pthread", "-ffp-contract=fast")
 """Besides `optimisation_flags()`. The kernels' `a += w * x` must become fused

@@ -235,6 +235,11 @@ def _conv_transpose(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     return _as(out, data)
 
 
+def _dense_packed(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    data, packed = args
+    return _dense(op, [data, relay.unpack_dense_weight(packed, _attrs(op)["units"])])
+
+
 def _conv2d_packed(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     data, packed = args
     attrs = _attrs(op)
@@ -683,6 +688,7 @@ REFERENCE: dict[str, Kernel] = {
     relay.ClipOp.name: _clip,
     relay.BiasAddOp.name: _bias_add,
     relay.DenseOp.name: _dense,
+    relay.DensePackedOp.name: _dense_packed,
     relay.MatmulOp.name: _matmul,
     relay.BatchMatmulOp.name: _batch_matmul,
     relay.Conv2dOp.name: _conv,

@@ -63,6 +63,7 @@ from byoc.dialects.relay.nn import (
     ConvTransposeOp,
     Conv2dPackedOp,
     DenseOp,
+    DensePackedOp,
     GlobalAvgPool2dOp,
     InstanceNormOp,
     LayerNormOp,
@@ -85,8 +86,10 @@ from byoc.dialects.relay.nn import (
     conv_transpose_output_shape,
     dense_output_shape,
     pack_conv2d_weight,
+    pack_dense_weight,
     packed_weight_shape,
     unpack_conv2d_weight,
+    unpack_dense_weight,
     global_pool2d_output_shape,
     instance_norm_axes,
     layer_norm_output_shape,
@@ -291,7 +294,7 @@ ELEMENTWISE_OPS: tuple[type[RelayOp], ...] = (
 """Ops where each output element depends on one element of each operand
 (`ClipOp` has attributes; `BiasAddOp` indexes its bias by one axis)."""
 
-MATMUL_OPS: tuple[type[InferredOp], ...] = (DenseOp, MatmulOp, BatchMatmulOp)
+MATMUL_OPS: tuple[type[InferredOp], ...] = (DenseOp, DensePackedOp, MatmulOp, BatchMatmulOp)
 CONV_OPS: tuple[type[InferredOp], ...] = (
     Conv2dOp,
     Conv2dPackedOp,
@@ -389,6 +392,7 @@ __all__ = [
     "Conv2dPackedOp",
     "PACKED_KERNEL_LAYOUTS",
     "DenseOp",
+    "DensePackedOp",
     "DepthToSpaceOp",
     "DequantizeOp",
     "DivideOp",
@@ -494,8 +498,10 @@ __all__ = [
     "conv_transpose_output_shape",
     "cubic_weights",
     "pack_conv2d_weight",
+    "pack_dense_weight",
     "packed_weight_shape",
     "unpack_conv2d_weight",
+    "unpack_dense_weight",
     "dense_output_shape",
     "depth_to_space_output_shape",
     "element_type_of_dtype",

@@ -512,6 +512,74 @@ class DenseOp(InferredOp):
         return TensorType(data.element_type, shape)
 
 
+DENSE_PANEL = 32
+"""Rows of a dense weight (output features) per panel of `relay.nn.dense_packed`."""
+
+
+def pack_dense_weight(weight: Any) -> Any:
+    """A dense weight `[N, K]` (numpy) as `relay.nn.dense_packed` reads it:
+    `[ceil(N / 32), K, 32]`, panels of 32 rows side by side (each panel's
+    element `[k, j]` is row `32 p + j`), the last panel padded with zeros."""
+    import numpy as np
+
+    n, k = weight.shape
+    panels = -(-n // DENSE_PANEL)
+    padded = np.zeros((panels * DENSE_PANEL, k), dtype=weight.dtype)
+    padded[:n] = weight
+    return np.ascontiguousarray(padded.reshape(panels, DENSE_PANEL, k).transpose(0, 2, 1))
+
+
+def unpack_dense_weight(packed: Any, units: int) -> Any:
+    """The `[units, K]` dense weight a packed one holds."""
+    panels, k, block = packed.shape
+    return packed.transpose(0, 2, 1).reshape(panels * block, k)[:units]
+
+
+@irdl_op_definition
+class DensePackedOp(InferredOp):
+    """`relay.nn.dense` with its weight packed at compile time into the panels
+    a kernel reads (`pack_dense_weight`): `weight [ceil(N/32), K, 32]`.
+    `units` (N) is required: the padding hides it. Computes what
+    `relay.nn.dense` computes on `unpack_dense_weight(weight, units)`."""
+
+    name = "relay.nn.dense_packed"
+
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    result = result_def(TensorType)
+    units = prop_def(IntegerAttr[I64])
+
+    assembly_format = (
+        "$data `,` $weight attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        data: SSAValue,
+        weight: SSAValue,
+        units: int,
+        result_type: Attribute | None = None,
+    ):
+        self._build([data, weight], {"units": i64_attr(units)}, result_type)
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data, weight = _tensors(
+            cls.name, [("data", operand_types[0]), ("weight", operand_types[1])]
+        )
+        _check_rank(weight.get_shape(), 3, cls.name, "weight (packed [ceil(N/32), K, 32])")
+        panels, depth, block = weight.get_shape()
+        units = attrs["units"]
+        if block != DENSE_PANEL or units < 1 or panels != -(-units // DENSE_PANEL):
+            raise _error(
+                cls.name,
+                f"weight has shape {list(weight.get_shape())}; units={units} packed "
+                f"have [{-(-units // DENSE_PANEL) if units > 0 else 0}, K, {DENSE_PANEL}]",
+            )
+        shape = dense_output_shape(data.get_shape(), (units, depth), None, cls.name)
+        return TensorType(data.element_type, shape)
+
+
 @irdl_op_definition
 class MatmulOp(InferredOp):
     """`tensor_a [..., M, K]` times the 2-d `tensor_b [K, N]`: `[..., M, N]`;

@@ -53,7 +53,7 @@ void byoc_rt_set_num_threads(int32_t n);
  * BYOC_RT_OUT_OF_MEMORY when scratch memory cannot be allocated, or
  * BYOC_RT_FAILED for BYOC_RT_ROWS with a stride. */
 enum { BYOC_RT_ROWS = 0, BYOC_RT_COLUMNS = 1 };
-enum { BYOC_RT_LINEAR = 0, BYOC_RT_RELU = 1, BYOC_RT_CLIP = 2 };
+enum { BYOC_RT_LINEAR = 0, BYOC_RT_RELU = 1, BYOC_RT_CLIP = 2, BYOC_RT_GELU = 3 };
 
 typedef struct byoc_rt_conv {
   int64_t batch, channels, height, width;
@@ -77,5 +77,22 @@ int32_t byoc_rt_conv2d(const byoc_rt_conv *conv, const float *data,
 int32_t byoc_rt_depthwise_conv2d(const byoc_rt_conv *conv, const float *data,
                                  const float *weight, const float *bias,
                                  const float *residual, float *out);
+
+/* ---- Matrix products -------------------------------------------------------
+ * out[M, N] = act(a[M, K] x W[N, K]^T + bias + residual), row-major float32,
+ * W packed at compile time as relay.nn.dense_packed defines
+ * (byoc.dialects.relay.pack_dense_weight): [ceil(N / 32), K, 32], panels of
+ * 32 rows of W (output columns) side by side, the last padded with zeros.
+ * `bias` ([N]) and `residual` ([M, N]) may be NULL; `activation` any of
+ * BYOC_RT_LINEAR, RELU, CLIP, GELU (relay.nn.gelu's erf form, within 1e-7 of
+ * the output's scale). Returns BYOC_RT_OK. */
+typedef struct byoc_rt_product {
+  int64_t m, n, k;
+  int64_t activation;
+  float low, high; /* BYOC_RT_CLIP's bounds */
+} byoc_rt_product;
+
+int32_t byoc_rt_dense(const byoc_rt_product *product, const float *a, const float *weight,
+                      const float *bias, const float *residual, float *out);
 
 #endif

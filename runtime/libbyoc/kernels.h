@@ -28,6 +28,59 @@ typedef struct epilogue {
   float low, high;
 } epilogue;
 
+static inline vec blend(mask m, vec yes, vec no) {
+  return (vec)(((mask)yes & m) | ((mask)no & ~m));
+}
+
+/* Horner's rule, lowest degree first. */
+static inline vec polynomial(vec x, const float *c, int n) {
+  vec total = splat(c[n - 1]);
+  for (int i = n - 2; i >= 0; i--)
+    total = total * x + c[i];
+  return total;
+}
+
+/* exp(x) for x in [-16, 0] (all erf needs): 2^n exp(r), n = round(x / ln 2),
+ * r reduced in two steps and exp(r) a polynomial, as byoc.passes.vector_math. */
+static inline vec exp_negative(vec x) {
+  static const float p[] = {0.49999988595112727f, 0.16666518459980315f,
+                            0.04166953310923173f, 0.008368916341378761f,
+                            0.0013751407895465904f};
+  typedef int32_t ivec __attribute__((vector_size(4 * LANES)));
+  ivec m = __builtin_convertvector(x * -1.4426950408889634f + 0.5f, ivec); /* -n, >= 0 */
+  vec n = -__builtin_convertvector(m, vec);
+  vec r = x - n * 0.693359375f;
+  r = r - n * -2.1219444005469057e-4f;
+  vec near_one = polynomial(r, p, 5) * (r * r) + r + 1.0f;
+  return near_one * (vec)((127 - m) << 23);
+}
+
+/* erf(x), as byoc.passes.vector_math.erf_f32: x + x P(x^2) for |x| < 1, else
+ * sign(x) (1 - exp(-x^2) Q(1 / |x|)) with |x| capped at 4 (8.6e-8 relative). */
+static inline vec erf_vector(vec x) {
+  static const float small_p[] = {0.1283791665100523f, -0.3761262884332517f,
+                                  0.11283612428244737f, -0.02685480853720814f,
+                                  0.005190053577800505f, -0.0008024354128336972f,
+                                  7.898210205891345e-05f};
+  static const float large_p[] = {0.0006925211121287756f, 0.5533405253338918f,
+                                  0.07509803076087586f, -0.5793431943291053f,
+                                  0.7119723752300146f, -0.5116241788624535f,
+                                  0.23147337871661602f, -0.061303177973394296f,
+                                  0.007277296138098336f};
+  vec small = x + x * polynomial(x * x, small_p, 7);
+  vec size = blend(x < 0.0f, -x, x);
+  vec capped = blend(size < 4.0f, size, splat(4.0f));
+  vec inverse = 1.0f / blend(capped > 1.0f, capped, splat(1.0f));
+  vec positive = 1.0f - exp_negative(-(capped * capped)) * polynomial(inverse, large_p, 9);
+  vec large = blend(x < 0.0f, -positive, positive);
+  return blend(size < 1.0f, small, large);
+}
+
+/* relay.nn.gelu (erf form): y / 2 (1 + erf(y / sqrt 2)). */
+static inline vec gelu_vector(vec y) {
+  return y * 0.5f * (1.0f + erf_vector(y * 0.70710678118654752f));
+}
+
 static inline float act_scalar(const epilogue *e, float y) {
   if (e->activation == BYOC_RT_RELU)
     return y < 0.0f ? 0.0f : y; /* keeps NaN, as relay's max(x, 0) */
@@ -35,11 +88,9 @@ static inline float act_scalar(const epilogue *e, float y) {
     y = y < e->low ? e->low : y;
     return y > e->high ? e->high : y;
   }
+  if (e->activation == BYOC_RT_GELU)
+    return gelu_vector(splat(y))[0];
   return y;
-}
-
-static inline vec blend(mask m, vec yes, vec no) {
-  return (vec)(((mask)yes & m) | ((mask)no & ~m));
 }
 
 static inline vec act_vector(const epilogue *e, vec y) {
@@ -49,6 +100,8 @@ static inline vec act_vector(const epilogue *e, vec y) {
     y = blend(y < e->low, splat(e->low), y);
     return blend(y > e->high, splat(e->high), y);
   }
+  if (e->activation == BYOC_RT_GELU)
+    return gelu_vector(y);
   return y;
 }
 

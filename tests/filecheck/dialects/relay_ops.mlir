@@ -110,6 +110,17 @@ func.func @conv_packed(%x: tensor<1x4x8x8xf32>, %w8: tensor<2x4x3x3x8xf32>, %w32
   func.return %0 : tensor<1x12x8x8xf32>
 }
 
+// CHECK-LABEL: func.func @dense_packed(
+// CHECK-NEXT:    %0 = relay.nn.dense_packed %x, %w {units = 40 : i64} : (tensor<2x3x16xf32>, tensor<2x16x32xf32>) -> tensor<2x3x40xf32>
+// CHECK-NEXT:    func.return %0 : tensor<2x3x40xf32>
+
+// GENERIC-LABEL: sym_name = "dense_packed"
+// GENERIC:       "relay.nn.dense_packed"(%x, %w) <{units = 40 : i64}> : (tensor<2x3x16xf32>, tensor<2x16x32xf32>) -> tensor<2x3x40xf32>
+func.func @dense_packed(%x: tensor<2x3x16xf32>, %w: tensor<2x16x32xf32>) -> tensor<2x3x40xf32> {
+  %0 = relay.nn.dense_packed %x, %w {units = 40 : i64} : (tensor<2x3x16xf32>, tensor<2x16x32xf32>) -> tensor<2x3x40xf32>
+  func.return %0 : tensor<2x3x40xf32>
+}
+
 // CHECK-LABEL: func.func @normalization(
 // CHECK-NEXT:    %0 = relay.nn.softmax %x : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
 // CHECK-NEXT:    %1 = relay.nn.softmax %0 {axis = 1 : i64} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>

@@ -666,3 +666,19 @@ func.func @main(%a: tensor<3x4xf32>) -> tensor<3xi64> {
   func.return %0 : tensor<3xi64>
 }
 // CHECK: relay_ops_invalid.mlir:665:3: error: 'relay.argmin': result type tensor<3xi64> does not match the inferred type tensor<3xi32>
+
+// -----
+
+func.func @main(%x: tensor<3x16xf32>, %w: tensor<1x16x32xf32>) -> tensor<3x40xf32> {
+  %0 = relay.nn.dense_packed %x, %w {units = 40 : i64} : (tensor<3x16xf32>, tensor<1x16x32xf32>) -> tensor<3x40xf32>
+  func.return %0 : tensor<3x40xf32>
+}
+// CHECK: relay_ops_invalid.mlir:673:3: error: 'relay.nn.dense_packed': weight has shape [1, 16, 32]; units=40 packed have [2, K, 32]
+
+// -----
+
+func.func @main(%x: tensor<3x15xf32>, %w: tensor<1x16x32xf32>) -> tensor<3x20xf32> {
+  %0 = relay.nn.dense_packed %x, %w {units = 20 : i64} : (tensor<3x15xf32>, tensor<1x16x32xf32>) -> tensor<3x20xf32>
+  func.return %0 : tensor<3x20xf32>
+}
+// CHECK: relay_ops_invalid.mlir:681:3: error: 'relay.nn.dense_packed': data has 15 input features but weight expects 16

@@ -1,0 +1,163 @@
+/* Matrix products out[M, N] = act(A[M, K] x W[N, K]^T + bias + residual) of
+ * row-major float32 matrices, W packed at compile time (see byoc_runtime.h),
+ * the epilogue applied while the output is in registers.
+ *
+ * A tile is 12 rows of A times a panel of 32 columns of W: 24 vector
+ * accumulators (two vectors of 16 columns per row) in registers; each step
+ * of the reduction loads the panel's two vectors of W[k] and broadcasts the
+ * 12 values A[r][k]. The reduction is cut into blocks of DENSE_KC so a
+ * panel's block (128 KB) and the rows' block of A stay in L2 while every row
+ * tile passes over the panel; the output tile is kept in memory between
+ * blocks and finished (epilogue) after the last one.
+ *
+ * OpenBLAS's sgemm packs both operands on every call; a weight is the larger
+ * one in a transformer or an MLP (K x N against M x K for a short sequence),
+ * so reading it packed saves most of the memory traffic of the call.
+ */
+#include "byoc_runtime.h"
+#include "kernels.h"
+
+#include <string.h>
+
+#define DENSE_MR 12      /* rows of A per tile */
+#define DENSE_NR 32      /* columns of W per panel (two vectors) */
+#define DENSE_KC 1024    /* reduction block (measured: 256 to 4096 on Zen 4) */
+#define DENSE_PANELS 4   /* panels a chunk computes (128 columns) */
+
+typedef struct dense_job {
+  const byoc_rt_product *d;
+  const float *a, *w, *bias, *residual;
+  float *out;
+  int64_t panels, panel_groups, row_groups, rows_per_group;
+} dense_job;
+
+/* acc = (first ? 0 : out tile) + A[rows, k0:k1] x W panel[k0:k1]; then, on
+ * the last block, the epilogue; stores the tile (its first `cols` columns). */
+static inline __attribute__((always_inline)) void
+dense_tile(const int mr, const dense_job *j, int64_t row, int64_t col, int64_t cols,
+           const float *restrict w, int64_t k0, int64_t k1) {
+  const byoc_rt_product *d = j->d;
+  const float *restrict a = j->a + row * d->k;
+  float *restrict out = j->out + row * d->n + col;
+  int full = cols == DENSE_NR;
+  vec acc[DENSE_MR][2];
+  if (k0 == 0) {
+#pragma GCC unroll 12
+    for (int r = 0; r < mr; r++)
+      acc[r][0] = acc[r][1] = splat(0.0f);
+  } else {
+    float part[DENSE_NR];
+#pragma GCC unroll 12
+    for (int r = 0; r < mr; r++) {
+      const float *src = out + r * d->n;
+      if (!full) {
+        memset(part, 0, sizeof part);
+        memcpy(part, src, (size_t)cols * sizeof(float));
+        src = part;
+      }
+      acc[r][0] = load(src);
+      acc[r][1] = load(src + LANES);
+    }
+  }
+  for (int64_t k = k0; k < k1; k++) {
+    vec w0 = load(w + k * DENSE_NR), w1 = load(w + k * DENSE_NR + LANES);
+#pragma GCC unroll 12
+    for (int r = 0; r < mr; r++) {
+      float x = a[r * d->k + k];
+      acc[r][0] += x * w0;
+      acc[r][1] += x * w1;
+    }
+  }
+  int last = k1 == d->k;
+  epilogue e = {j->bias, j->residual, d->activation, d->low, d->high};
+  vec b0 = splat(0.0f), b1 = splat(0.0f);
+  if (last && j->bias != NULL) {
+    float part[DENSE_NR] = {0};
+    memcpy(part, j->bias + col, (size_t)cols * sizeof(float));
+    b0 = load(part);
+    b1 = load(part + LANES);
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < mr; r++) {
+    vec y0 = acc[r][0], y1 = acc[r][1];
+    if (last) {
+      y0 += b0;
+      y1 += b1;
+      if (j->residual != NULL) {
+        const float *res = j->residual + (row + r) * d->n + col;
+        float part[DENSE_NR] = {0};
+        if (!full) {
+          memcpy(part, res, (size_t)cols * sizeof(float));
+          res = part;
+        }
+        y0 += load(res);
+        y1 += load(res + LANES);
+      }
+      y0 = act_vector(&e, y0);
+      y1 = act_vector(&e, y1);
+    }
+    float *dst = out + r * d->n;
+    if (full) {
+      store(dst, y0);
+      store(dst + LANES, y1);
+    } else {
+      float part[DENSE_NR];
+      store(part, y0);
+      store(part + LANES, y1);
+      memcpy(dst, part, (size_t)cols * sizeof(float));
+    }
+  }
+}
+
+#define DENSE_TILE(mr)                                                                \
+  static void dense_tile_##mr(const dense_job *j, int64_t row, int64_t col,           \
+                              int64_t cols, const float *restrict w, int64_t k0,      \
+                              int64_t k1) {                                           \
+    dense_tile(mr, j, row, col, cols, w, k0, k1);                                     \
+  }
+DENSE_TILE(1) DENSE_TILE(2) DENSE_TILE(3) DENSE_TILE(4) DENSE_TILE(5) DENSE_TILE(6)
+DENSE_TILE(7) DENSE_TILE(8) DENSE_TILE(9) DENSE_TILE(10) DENSE_TILE(11) DENSE_TILE(12)
+
+typedef void (*dense_fn)(const dense_job *, int64_t, int64_t, int64_t, const float *restrict,
+                         int64_t, int64_t);
+static const dense_fn DENSE_TILES[DENSE_MR + 1] = {
+    NULL,          dense_tile_1,  dense_tile_2, dense_tile_3, dense_tile_4,
+    dense_tile_5,  dense_tile_6,  dense_tile_7, dense_tile_8, dense_tile_9,
+    dense_tile_10, dense_tile_11, dense_tile_12,
+};
+
+/* One chunk: DENSE_PANELS panels of columns times a group of row tiles,
+ * reduction block by block. */
+static void dense_chunk(void *context, int64_t index) {
+  const dense_job *j = context;
+  const byoc_rt_product *d = j->d;
+  int64_t group = index % j->row_groups, block = index / j->row_groups;
+  int64_t p0 = block * DENSE_PANELS, p1 = min64(j->panels, p0 + DENSE_PANELS);
+  int64_t r0 = group * j->rows_per_group, r1 = min64(d->m, r0 + j->rows_per_group);
+  for (int64_t k0 = 0; k0 < d->k; k0 += DENSE_KC) {
+    int64_t k1 = min64(d->k, k0 + DENSE_KC);
+    for (int64_t p = p0; p < p1; p++) {
+      int64_t col = p * DENSE_NR, cols = min64(DENSE_NR, d->n - col);
+      const float *w = j->w + p * d->k * DENSE_NR;
+      for (int64_t row = r0; row < r1; row += DENSE_MR) {
+        int mr = (int)min64(DENSE_MR, r1 - row);
+        DENSE_TILES[mr](j, row, col, cols, w, k0, k1);
+      }
+    }
+  }
+}
+
+int32_t byoc_rt_dense(const byoc_rt_product *d, const float *a, const float *weight,
+                      const float *bias, const float *residual, float *out) {
+  dense_job j = {d, a, weight, bias, residual, out, ceil_div(d->n, DENSE_NR), 0, 0, 0};
+  j.panel_groups = ceil_div(j.panels, DENSE_PANELS);
+  /* Enough chunks for every thread to take several: cut the rows too when
+   * there are few panels, in whole tiles. */
+  int64_t want = 4 * (int64_t)byoc_rt_num_threads();
+  int64_t tiles = ceil_div(d->m, DENSE_MR);
+  j.row_groups = min64(tiles, max64(1, ceil_div(want, j.panel_groups)));
+  j.rows_per_group = ceil_div(tiles, j.row_groups) * DENSE_MR;
+  j.row_groups = ceil_div(d->m, j.rows_per_group);
+  byoc_rt_parallel_for(j.panel_groups * j.row_groups, dense_chunk, &j);
+  return BYOC_RT_OK;
+}
