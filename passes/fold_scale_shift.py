@@ -7,7 +7,18 @@ constants folded into the weights and bias of the conv2d or dense before them
 
 `s` and `t` are constants that vary at most along the output channels (axis
 1 of conv2d's NCHW result, the last axis of dense's): `[C, 1, 1]`,
-`[1, C, 1, 1]`, `[C]` for dense, or one value. `divide` by and `subtract` of
+`[1, C, 1, 1]`, `[C]` for dense, or one value.
+
+A scale by one value also folds through a matrix product of two computed
+operands (batch_matmul, matmul), and the reshapes and transposes around it,
+into the producer of either operand: attention's scores
+`(Q K^T) / sqrt(d)`, Q a dense's output split into heads, become `Q' K^T`
+with the 1/sqrt(d) in Q's weights and bias (what onnxruntime's attention
+fusion does), one pass over the scores less.
+
+    dense(x, W) -> bias_add(b) -> reshape/transpose... -> batch_matmul(., k)
+        -> reshape/transpose... -> divide(c)
+  =>  dense(x, W/c) -> bias_add(b/c) -> ... -> batch_matmul(., k) -> ... `divide` by and `subtract` of
 a constant fold as multiplication by its inverse and addition of its
 negation. Each value in the chain must have no other user, and the weight
 and bias must be constants (a new constant is made: a weight shared with
@@ -85,6 +96,40 @@ def linear_producer(value: SSAValue) -> LinearProducer | None:
     return LinearProducer(op, bias_add, axis)
 
 
+_SHAPE_OPS = (relay.ReshapeOp, relay.TransposeOp)
+_PRODUCTS = (relay.BatchMatmulOp, relay.MatmulOp)
+
+
+def _through_shape_ops(value: SSAValue) -> SSAValue | None:
+    """The value a chain of reshapes and transposes ending in `value` starts
+    from, each value of the chain used once (None if one is used more)."""
+    while isinstance(value.owner, _SHAPE_OPS):
+        if not value.has_one_use():
+            return None
+        value = value.owner.operands[0]
+    return value
+
+
+def scalar_scale_producer(value: SSAValue) -> LinearProducer | None:
+    """The dense or conv2d (and bias_add) a scale by one value of `value` can
+    fold into through a product of two computed operands: `value` is that
+    product's output (through reshapes and transposes), and an operand (through
+    reshapes and transposes) is a linear producer's output. Every value on the
+    way has one use, so nothing else sees the scale move."""
+    product = _through_shape_ops(value)
+    if product is None or not isinstance(product.owner, _PRODUCTS):
+        return None
+    if not product.has_one_use():
+        return None
+    for operand in product.owner.operands:
+        source = _through_shape_ops(operand)
+        if source is None or not source.has_one_use():
+            continue
+        if (producer := linear_producer(source)) is not None:
+            return producer
+    return None
+
+
 def channel_vector(array: np.ndarray, shape: tuple[int, ...], axis: int) -> np.ndarray | None:
     """`array` as one value per index of `axis` of `shape`, if it broadcasts to
     `shape` without adding elements anywhere else; None otherwise."""
@@ -155,6 +200,8 @@ def fold_scale_shift(op: Operation) -> bool:
         return False
     producer = linear_producer(value)
     if producer is None:
+        if isinstance(op, _SCALES) and constant.size == 1:
+            return _fold_scalar_scale(op, value, float(constant.reshape(-1)[0]))
         return False
     vector = channel_vector(constant, shape_of(value), producer.axis)
     if vector is None:
@@ -171,6 +218,22 @@ def fold_scale_shift(op: Operation) -> bool:
     else:
         scale, shift = None, -vector
     replace_op(op, fold_into_producer(producer, scale, shift, op))
+    return True
+
+
+def _fold_scalar_scale(op: Operation, value: SSAValue, constant: float) -> bool:
+    """`op` (multiply or divide of `value` by `constant`) folded through a
+    product into an operand's producer (`scalar_scale_producer`)."""
+    producer = scalar_scale_producer(value)
+    if producer is None:
+        return False
+    if isinstance(op, relay.DivideOp):
+        if constant == 0:
+            return False  # x / 0 is not (x * W) * inf
+        constant = 1.0 / constant
+    channels = shape_of(producer.output)[producer.axis]
+    fold_into_producer(producer, np.full(channels, constant), None, op)
+    replace_op(op, value)
     return True
 
 

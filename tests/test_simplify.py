@@ -218,9 +218,13 @@ def test_gemm_and_matmul_scale_and_shift():
 # --- Attention: transposes into the batch matmuls --------------------------------------
 
 
-def attention_model(seq: int, heads: int, size: int) -> onnx.ModelProto:
-    """Self-attention as PyTorch exports it (one batch, odd sizes)."""
+def attention_model(
+    seq: int, heads: int, size: int, scale_op: str = "Div", query_bias: bool = True
+) -> onnx.ModelProto:
+    """Self-attention as PyTorch exports it (one batch, odd sizes); the scores
+    divided by sqrt(size) (or multiplied by its inverse)."""
     hidden = heads * size
+    scale = np.sqrt(size) if scale_op == "Div" else 1 / np.sqrt(size)
     inits = {
         "wq": weight(hidden, hidden),
         "wk": weight(hidden, hidden),
@@ -228,8 +232,10 @@ def attention_model(seq: int, heads: int, size: int) -> onnx.ModelProto:
         "bq": normal(hidden),
         "shape": np.array([1, seq, heads, size], np.int64),
         "back": np.array([1, seq, hidden], np.int64),
-        "scale": np.array(np.sqrt(size), np.float32),
+        "scale": np.array(scale, np.float32),
     }
+    if not query_bias:
+        inits["bq"] = np.zeros(hidden, np.float32)
     nodes = []
     for name in "qkv":
         nodes.append(helper.make_node("MatMul", ["x", f"w{name}"], [f"{name}_mm"]))
@@ -242,7 +248,7 @@ def attention_model(seq: int, heads: int, size: int) -> onnx.ModelProto:
         helper.make_node("Transpose", ["k_r"], ["kt"], perm=[0, 2, 3, 1]),
         helper.make_node("Transpose", ["v_r"], ["v"], perm=[0, 2, 1, 3]),
         helper.make_node("MatMul", ["q", "kt"], ["scores"]),
-        helper.make_node("Div", ["scores", "scale"], ["scaled"]),
+        helper.make_node(scale_op, ["scores", "scale"], ["scaled"]),
         helper.make_node("Softmax", ["scaled"], ["p"], axis=-1),
         helper.make_node("MatMul", ["p", "v"], ["ctx"]),
         helper.make_node("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]),
@@ -266,6 +272,21 @@ def test_attention_reads_keys_transposed():
     bmm = [op for op in simplified.walk() if op.name == "relay.nn.batch_matmul"]
     assert [op.attrs()["transpose_b"] for op in bmm] == [True, False]
     assert ops_of(simplified)["relay.nn.bias_add"] == 1
+    check_compiled(proto, feeds, want, ["cblas", "ccompiler"])
+
+
+@pytest.mark.parametrize("scale_op", ["Div", "Mul"])
+@pytest.mark.parametrize("query_bias", [True, False])
+@pytest.mark.parametrize("seq, heads, size", [(7, 3, 5), (1, 2, 9), (13, 4, 3)])
+def test_attention_scale_folds_into_the_query_weights(seq, heads, size, scale_op, query_bias):
+    proto = attention_model(seq, heads, size, scale_op, query_bias)
+    feeds = [normal(1, seq, heads * size)]
+    want, simplified = check_simplified(proto, feeds)
+    # The 1/sqrt(size) moved through the scores' product and the head split
+    # into the query projection: no pass over the scores is left for it.
+    ops = ops_of(simplified)
+    assert ops["relay.divide"] == ops["relay.multiply"] == 0
+    assert ops["relay.nn.bias_add"] == (1 if query_bias else 0)
     check_compiled(proto, feeds, want, ["cblas", "ccompiler"])
 
 
