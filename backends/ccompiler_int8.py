@@ -1,6 +1,8 @@
 """ccompiler's int8 kernels: `relay.qnn.dense` and `relay.qnn.conv2d` with what
 follows them in a quantized model (the int32 bias, the requantize, a clip that
-is a fused relu) computed in one pass, the int32 accumulators never stored.
+is a fused relu, and `relay.qnn.add`s of a residual or a per-channel bias after
+it, each with its clip) computed in one pass, the int32 accumulators never
+stored and no intermediate tensor written.
 
 Before ccompiler lowers its functions, each such chain is replaced by a call
 of a kernel function written here in the loop-level IR, which the C exit
@@ -22,7 +24,10 @@ for the C compiler's vectoriser:
 - the epilogue adds the bias and the corrections, multiplies by
   `input_scale / output_scale`, clamps to the output type and to the clip's
   bounds, rounds half to even (the 1.5 * 2^23 constant) and adds the zero
-  point, exactly as `relay.qnn.requantize` (lower_qnn.py) does.
+  point, exactly as `relay.qnn.requantize` (lower_qnn.py) does; then each
+  fused add rescales that integer and the other operand's and rounds again,
+  as `relay.qnn.add` does (a separate pass over the output cost 5% of a small
+  quantized CNN).
 
 conv2d (one group, NCHW) copies each image's input windows into a `[pixels,
 C * KH * KW]` buffer (padding holds the input zero point) and runs the same
@@ -35,7 +40,7 @@ from __future__ import annotations
 
 import math as pymath
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
@@ -52,7 +57,14 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from byoc.dialects import relay
 from byoc.dialects.relay.qnn import INT8, UINT8, constant_value, type_range
 from byoc.passes.convert_relay_to_loops import is_loop_level
-from byoc.passes.loop_nests import I32, BodyBuilder, ConstantPool, alloc, dealloc, shape_of
+from byoc.passes.loop_nests import (
+    I32,
+    BodyBuilder,
+    ConstantPool,
+    alloc,
+    dealloc,
+    shape_of,
+)
 from byoc.passes.lower_nn import (
     Index,
     Window,
@@ -64,7 +76,7 @@ from byoc.passes.lower_nn import (
     nest,
     store,
 )
-from byoc.passes.lower_qnn import parameter, saturate_round, to_f32
+from byoc.passes.lower_qnn import parameter, saturate_round, to_f32, to_i32
 from byoc.passes.parallel_loops import PARALLEL_ATTR
 
 ROWS, UNITS = 6, 4
@@ -100,6 +112,27 @@ PARALLEL_MIN_WORK = 1 << 18
 
 
 @dataclass
+class FusedAdd:
+    """A `relay.qnn.add` of the chain's quantized value and another tensor (of
+    the output's shape, or broadcast along the channel), with its clip."""
+
+    op: relay.QnnAddOp
+    chain_is_lhs: bool
+    clip: relay.ClipOp | None = None
+
+    @property
+    def other(self) -> SSAValue:
+        return self.op.operands[1 if self.chain_is_lhs else 0]
+
+    @property
+    def parameters(self) -> list[SSAValue]:
+        """Scale and zero point of the chain's side, of the other side, of the output."""
+        lhs, rhs, out = self.op.operands[2:4], self.op.operands[4:6], self.op.operands[6:8]
+        own, other = (lhs, rhs) if self.chain_is_lhs else (rhs, lhs)
+        return [*own, *other, *out]
+
+
+@dataclass
 class Chain:
     """A quantized product and the ops fused into its kernel, in order."""
 
@@ -107,10 +140,15 @@ class Chain:
     bias: relay.BiasAddOp | None
     requantize: relay.RequantizeOp | None
     clip: relay.ClipOp | None
+    adds: list[FusedAdd] = field(default_factory=list)
+    """Residual and bias adds after the requantize, each rounded as its own op."""
 
     @property
     def ops(self) -> list[Operation]:
-        return [o for o in (self.root, self.bias, self.requantize, self.clip) if o is not None]
+        ops = [o for o in (self.root, self.bias, self.requantize, self.clip) if o is not None]
+        for add in self.adds:
+            ops += [o for o in (add.op, add.clip) if o is not None]
+        return ops
 
     @property
     def result(self) -> SSAValue:
@@ -161,8 +199,35 @@ def match_chain(op: Operation) -> Chain | None:
             return chain
         chain.requantize, value, user = user, user.result, _only_user(user.result)
         if isinstance(user, relay.ClipOp):
-            chain.clip = user
+            chain.clip, value, user = user, user.result, _only_user(user.result)
+        while isinstance(user, relay.QnnAddOp):
+            add = _fusable_add(user, value, channel)
+            if add is None:
+                break
+            chain.adds.append(add)
+            value, user = user.result, _only_user(user.result)
+            if isinstance(user, relay.ClipOp):
+                add.clip, value, user = user, user.result, _only_user(user.result)
     return chain
+
+
+def _fusable_add(op: relay.QnnAddOp, value: SSAValue, channel: int) -> FusedAdd | None:
+    """`op` as an add the kernel's epilogue computes, if it adds `value` to a
+    tensor read at the output's index: of the output's shape, or broadcast
+    along the channel `channel` only (a bias)."""
+    if op.operands[0] == op.operands[1]:
+        return None
+    add = FusedAdd(op, op.operands[0] == value)
+    shape = _shape(value)
+    if _shape(op.results[0]) != shape:
+        return None
+    other = _shape(add.other)
+    lead = len(shape) - len(other)
+    if other != shape and any(
+        extent != 1 and lead + dim != channel for dim, extent in enumerate(other)
+    ):
+        return None
+    return add
 
 
 def _shape(value: SSAValue) -> tuple[int, ...]:
@@ -219,6 +284,8 @@ def build_kernel(chain: Chain, name: str) -> tuple[func.FuncOp, list[SSAValue]]:
         operands.append(chain.bias.bias)
     if chain.requantize is not None:
         operands.extend(chain.requantize.operands[1:])
+    for add in chain.adds:
+        operands += [add.other, *add.parameters]
     arg_types = [_memref(v) for v in operands] + [_memref(chain.result)]
     block = Block(arg_types=arg_types)
     args = list(block.args)
@@ -236,6 +303,32 @@ def build_kernel(chain: Chain, name: str) -> tuple[func.FuncOp, list[SSAValue]]:
 
 
 @dataclass
+class AddParams:
+    """A fused `relay.qnn.add`'s arguments: the other tensor, the scales and zero
+    points (the chain's side, the other side, the output), the output's element
+    type and its range narrowed by the add's clip."""
+
+    other: SSAValue
+    own_scale: SSAValue
+    own_zero: SSAValue
+    other_scale: SSAValue
+    other_zero: SSAValue
+    out_scale: SSAValue
+    out_zero: SSAValue
+    element: Attribute
+    bounds: tuple[int, int]
+
+
+def _bounds(element: Attribute, clip: relay.ClipOp | None) -> tuple[int, int]:
+    """`element`'s range, narrowed by `clip`."""
+    bounds = type_range(element)
+    if clip is None:
+        return bounds
+    low, high = relay.integer_clip_bounds(element, clip.attrs()["a_min"], clip.attrs()["a_max"])
+    return max(bounds[0], low), min(bounds[1], high)
+
+
+@dataclass
 class KernelParams:
     """The kernel's arguments, by meaning."""
 
@@ -250,29 +343,33 @@ class KernelParams:
     out_zero: SSAValue | None
     out: SSAValue
     bounds: tuple[int, int] | None
-    """The output's integer range, narrowed by the clip (None: int32 output)."""
+    """The requantized integer range, narrowed by the clip (None: int32 output)."""
     weight_zero_is_zero: bool
+    element: Attribute | None = None
+    """The requantized element type (None: int32 output)."""
+    adds: list[AddParams] = field(default_factory=list)
 
     @staticmethod
     def of(chain: Chain, args: list[SSAValue]) -> KernelParams:
         data, weight, data_zero, weight_zero = args[:4]
         rest = args[4:-1]
         bias = rest.pop(0) if chain.bias is not None else None
-        in_scale = in_zero = out_scale = out_zero = None
+        in_scale = in_zero = out_scale = out_zero = element = None
         bounds = None
+        adds = []
         if chain.requantize is not None:
-            in_scale, in_zero, out_scale, out_zero = rest
+            in_scale, in_zero, out_scale, out_zero = rest[:4]
             element = _element(chain.requantize.result)
-            bounds = type_range(element)
-            if chain.clip is not None:
-                low, high = relay.integer_clip_bounds(
-                    element, chain.clip.attrs()["a_min"], chain.clip.attrs()["a_max"]
-                )
-                bounds = (max(bounds[0], low), min(bounds[1], high))
+            bounds = _bounds(element, chain.clip)
+            rest = rest[4:]
+            for add in chain.adds:
+                values, rest = rest[:7], rest[7:]
+                add_element = _element(add.op.results[0])
+                adds.append(AddParams(*values, add_element, _bounds(add_element, add.clip)))
         known = constant_value(chain.root.operands[3])
         return KernelParams(
             data, weight, data_zero, weight_zero, bias, in_scale, in_zero, out_scale,
-            out_zero, args[-1], bounds, known is not None and not known.any(),
+            out_zero, args[-1], bounds, known is not None and not known.any(), element, adds,
         )
 
 
@@ -324,8 +421,11 @@ class Epilogue:
     row_sums: SSAValue | None
     params: KernelParams
 
-    def finish(self, b: BodyBuilder, acc: SSAValue, row: Index, unit: Index) -> SSAValue:
-        """The output value of accumulator `acc` of `row` and output channel `unit`."""
+    def finish(
+        self, b: BodyBuilder, acc: SSAValue, row: Index, unit: Index, at: list[Index]
+    ) -> SSAValue:
+        """The output value of accumulator `acc` of `row` and output channel
+        `unit`, stored at index `at` of the output."""
         p = self.params
         total = _add(b, acc, load(b, self.correction, [unit]))
         if self.row_sums is not None:
@@ -333,11 +433,34 @@ class Epilogue:
             total = _sub(b, total, _mul(b, w_zero, load(b, self.row_sums, [row])))
         if self.multiplier is None:
             return total
-        assert p.out_zero is not None and p.bounds is not None
+        assert p.out_zero is not None and p.bounds is not None and p.element is not None
         value = b.scalar(arith.MulfOp, to_f32(b, total), load(b, self.multiplier, [unit]))
         out_zero = parameter(b, p.out_zero, unit)
-        element = p.out.type.element_type  # type: ignore[attr-defined]
-        return saturate_round(b, value, out_zero, element, p.bounds)
+        result = saturate_round(b, value, out_zero, p.element, p.bounds)
+        for add in p.adds:
+            result = _add_epilogue(b, add, result, at)
+        return result
+
+
+def _add_epilogue(b: BodyBuilder, add: AddParams, value: SSAValue, at: list[Index]) -> SSAValue:
+    """`relay.qnn.add` of the quantized `value` and the other tensor at `at`, as
+    `lower_qnn_binary` computes it (each term scaled, one rounding)."""
+    out_scale = parameter(b, add.out_scale, None)
+
+    def term(quantized: SSAValue, scale: SSAValue, zero: SSAValue) -> SSAValue:
+        shifted = _sub(b, to_i32(b, quantized), parameter(b, zero, None))
+        ratio = b.scalar(arith.DivfOp, parameter(b, scale, None), out_scale)
+        return b.scalar(arith.MulfOp, ratio, to_f32(b, shifted))
+
+    shape = shape_of(add.other)
+    lead = len(at) - len(shape)
+    other = load(b, add.other, [0 if n == 1 else at[lead + d] for d, n in enumerate(shape)])
+    total = b.scalar(
+        arith.AddfOp,
+        term(value, add.own_scale, add.own_zero),
+        term(other, add.other_scale, add.other_zero),
+    )
+    return saturate_round(b, total, parameter(b, add.out_zero, None), add.element, add.bounds)
 
 
 def _prepare(
@@ -493,8 +616,8 @@ def dense_kernel(b: BodyBuilder, p: KernelParams) -> None:
         tile_products(tb, base, count, units, depth, read, p.weight, tile, rows_first=True)
         eb, (i, n) = nest(tb, (count, units), ["i", "n"])
         row = index_add(eb, base, i)
-        value = epilogue.finish(eb, load(eb, tile, [i, n]), row, n)
-        store(eb, value, p.out, [*lead, row, n])
+        at = [*lead, row, n]
+        store(eb, epilogue.finish(eb, load(eb, tile, [i, n]), row, n, at), p.out, at)
 
     height = ROWS * max(1, min(4, TILE_BYTES // (4 * units * ROWS)))
     full = rows - rows % height
@@ -554,8 +677,9 @@ def conv_kernel(b: BodyBuilder, op: relay.QnnConv2dOp, p: KernelParams) -> None:
         tile = _tile(sb, (n_out, count))
         tile_products(sb, base, count, n_out, depth, read, weight, tile, rows_first=False)
         eb, (n, x) = nest(sb, (n_out, count), ["n", "x"])
-        value = epilogue.finish(eb, load(eb, tile, [n, x]), index_add(eb, base, x), n)
-        store(eb, value, p.out, [img, n, y, index_add(eb, x0, x)])
+        at = [img, n, y, index_add(eb, x0, x)]
+        value = epilogue.finish(eb, load(eb, tile, [n, x]), index_add(eb, base, x), n, at)
+        store(eb, value, p.out, at)
 
     full = width - width % stretch
     if full:

@@ -17,7 +17,8 @@ A `scf.for` gets the unit attribute `byoc.parallel` when
   windows of a direct convolution that measured 2x slower per thread (264 us
   vs 142 us for a 16->32 3x3 conv on 16x16), so such nests stay sequential.
 
-Only the outermost such loop of a nest is marked; loops inside it are not
+Only the outermost such loop of a nest is marked; loops inside it, and inside
+a loop its builder marked already (an int8 kernel's row blocks), are not
 looked at. `convert-loops-to-emitc` prints a marked loop with
 `#pragma omp parallel for`; the LLVM exit ignores the mark. The check is
 conservative: a loop it cannot prove independent stays sequential.
@@ -176,6 +177,8 @@ def mark_parallel_loops(function: func.FuncOp, min_work: int = MIN_WORK) -> int:
             continue
         if not isinstance(op, scf.ForOp):
             continue
+        if PARALLEL_ATTR in op.attributes:
+            continue  # marked by whoever built it (an int8 kernel): nothing inside runs in parallel
         amount = work.of_loop(op)
         if amount is not None and amount < min_work:
             continue  # nothing inside it is worth it either

@@ -53,6 +53,23 @@ def test_big_nests_are_marked_and_small_ones_are_not():
     assert not any(PARALLEL_ATTR in op.attributes for op in small.walk())
 
 
+def test_loops_inside_a_marked_loop_are_left_alone():
+    """A loop marked by whoever built it (an int8 kernel's row blocks) is the
+    outermost parallel loop of its nest: nothing inside it gets marked."""
+    from xdsl.dialects import scf
+    from xdsl.dialects.builtin import UnitAttr
+
+    module = load_source(MODEL)
+    convert_relay_to_loops(module)
+    main = next(op for op in module.ops if op.sym_name.data == "main")
+    outer = [op for op in main.body.block.ops if isinstance(op, scf.ForOp)]
+    for loop in outer:
+        loop.attributes[PARALLEL_ATTR] = UnitAttr()
+    assert mark_parallel_loops(main) == 0
+    marked = [op for op in main.walk() if PARALLEL_ATTR in op.attributes]
+    assert marked == outer
+
+
 @pytest.fixture(scope="module")
 def parallel_model() -> byoc.CompiledModule:
     return byoc.compile(MODEL, targets=["ccompiler"], cache=False)

@@ -1,0 +1,156 @@
+"""ccompiler's int8 kernels (backends/ccompiler_int8.py) against the reference
+bit for bit: conv2d and dense chains with what their epilogue fuses (bias,
+requantize, clip, and the quantized adds after them: a residual of the
+output's shape, a bias broadcast along the channels), odd shapes that leave
+partial register blocks, uint8 and int8 data, per-tensor and per-channel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import byoc
+from byoc.backends.ccompiler_int8 import match_chain
+from byoc.dialects import relay
+from byoc.frontend.parse import parse_text
+
+F32 = np.float32
+
+
+def _dense(array: np.ndarray, element: str) -> str:
+    """`relay.constant` of `array`."""
+    shape = "x".join(str(n) for n in array.shape)
+    typ = f"tensor<{shape}x{element}>" if shape else f"tensor<{element}>"
+    return f"relay.constant dense<{array.tolist()}> : {typ}"
+
+
+def fused_model(dtype: str, per_channel: bool) -> str:
+    """A conv2d chain (6 -> 6 channels, 3x3, 7x9 image) and a dense chain (13
+    rows, depth 20, 11 units), each requantized and clipped, then added to a
+    residual (the chain on the right) with a clip, then to a per-channel
+    constant (the chain on the left)."""
+    rng = np.random.default_rng(17)
+    q = "ui8" if dtype == "uint8" else "i8"
+    low, high = (0, 255) if dtype == "uint8" else (-128, 127)
+
+    def zp() -> int:
+        return int(rng.integers(low + 20, high - 20))
+
+    def scales(n: int, base: float) -> np.ndarray:
+        if not per_channel:
+            return np.asarray(base, F32)
+        return (base * rng.uniform(0.5, 2.0, n)).astype(F32)
+
+    def tensor(shape, element: str) -> str:
+        return f"tensor<{'x'.join(map(str, shape))}x{element}>"
+
+    conv_out, dense_out = (1, 6, 7, 9), (13, 11)
+    lines = [
+        "func.func @main(%x: tensor<1x6x7x9xf32>, %v: tensor<13x20xf32>, %u: tensor<13x11xf32>)"
+        " -> (tensor<1x6x7x9xf32>, tensor<13x11xf32>) {",
+        f"  %xs = {_dense(np.asarray(0.05, F32), 'f32')}",
+        f"  %xz = {_dense(np.asarray(zp(), np.int32), 'i32')}",
+        f"  %us = {_dense(np.asarray(0.07, F32), 'f32')}",
+        f"  %uz = {_dense(np.asarray(zp(), np.int32), 'i32')}",
+        f"  %zero = {_dense(np.asarray(0, np.int32), 'i32')}",
+        f'  %qx = relay.qnn.quantize %x, %xs, %xz {{out_dtype = "{dtype}"}} : (tensor<1x6x7x9xf32>, tensor<f32>, tensor<i32>) -> {tensor((1, 6, 7, 9), q)}',
+        f'  %qv = relay.qnn.quantize %v, %xs, %xz {{out_dtype = "{dtype}"}} : (tensor<13x20xf32>, tensor<f32>, tensor<i32>) -> {tensor((13, 20), q)}',
+        f'  %qu = relay.qnn.quantize %u, %us, %uz {{out_dtype = "{dtype}"}} : (tensor<13x11xf32>, tensor<f32>, tensor<i32>) -> {tensor((13, 11), q)}',
+    ]
+    outputs = []
+    for name, units, weight_shape, out_shape in (
+        ("c", 6, (6, 6, 3, 3), conv_out),
+        ("d", 11, (11, 20), dense_out),
+    ):
+        data = "%qx" if name == "c" else "%qv"
+        data_type = tensor((1, 6, 7, 9), q) if name == "c" else tensor((13, 20), q)
+        channel = 1 if name == "c" else 1
+        weight = rng.integers(-128, 128, weight_shape).astype(np.int8)
+        w_scale = scales(units, 0.02)
+        w_zero = np.zeros(units if per_channel else (), np.int32)
+        in_scale = (np.float32(0.05) * w_scale).astype(F32)
+        pshape = (units,) if per_channel else ()
+        attrs = ' {padding = array<i64: 1, 1, 1, 1>}' if name == "c" else ""
+        root = "relay.qnn.conv2d" if name == "c" else "relay.qnn.dense"
+        out = tensor(out_shape, q)
+        acc = tensor(out_shape, "i32")
+        ptype = tensor(pshape, "f32") if pshape else "tensor<f32>"
+        ztype = tensor(pshape, "i32") if pshape else "tensor<i32>"
+        bias_const = rng.integers(low, high + 1, units).astype(np.int32)
+        bias_shape = (units, 1, 1) if name == "c" else (units,)
+        lines += [
+            f"  %{name}w = {_dense(weight, 'i8')}",
+            f"  %{name}ws = {_dense(w_scale, 'f32')}",
+            f"  %{name}wz = {_dense(w_zero, 'i32')}",
+            f"  %{name}is = {_dense(in_scale, 'f32')}",
+            f"  %{name}b = {_dense(rng.integers(-3000, 3000, units).astype(np.int32), 'i32')}",
+            f"  %{name}os = {_dense(np.asarray(0.3 if name == 'c' else 0.2, F32), 'f32')}",
+            f"  %{name}oz = {_dense(np.asarray(zp(), np.int32), 'i32')}",
+            f"  %{name}as = {_dense(np.asarray(0.35, F32), 'f32')}",
+            f"  %{name}az = {_dense(np.asarray(zp(), np.int32), 'i32')}",
+            f"  %{name}k = {_dense(bias_const.reshape(bias_shape), q)}",
+            f"  %{name}ks = {_dense(np.asarray(0.1, F32), 'f32')}",
+            f"  %{name}kz = {_dense(np.asarray(zp(), np.int32), 'i32')}",
+            f"  %{name}fs = {_dense(np.asarray(0.4, F32), 'f32')}",
+            f"  %{name}fz = {_dense(np.asarray(zp(), np.int32), 'i32')}",
+            f"  %{name}0 = {root} {data}, %{name}w, %xz, %{name}wz, %xs, %{name}ws{attrs} : "
+            f"({data_type}, {tensor(weight_shape, 'i8')}, tensor<i32>, {ztype}, tensor<f32>, {ptype}) -> {acc}",
+            f"  %{name}1 = relay.nn.bias_add %{name}0, %{name}b {{axis = {channel} : i64}} : ({acc}, tensor<{units}xi32>) -> {acc}",
+            f'  %{name}2 = relay.qnn.requantize %{name}1, %{name}is, %zero, %{name}os, %{name}oz {{axis = {channel} : i64, out_dtype = "{dtype}"}} : '
+            f"({acc}, {ptype}, tensor<i32>, tensor<f32>, tensor<i32>) -> {out}",
+            f"  %{name}3 = relay.clip %{name}2 {{a_min = {low + 5}.0 : f64, a_max = {high - 9}.5 : f64}} : ({out}) -> {out}",
+        ]
+        residual, residual_type = ("%qx", tensor((1, 6, 7, 9), q)) if name == "c" else ("%qu", tensor((13, 11), q))
+        lines += [
+            f"  %{name}4 = relay.qnn.add {residual}, %{name}3, "
+            + ("%xs, %xz" if name == "c" else "%us, %uz")
+            + f", %{name}os, %{name}oz, %{name}as, %{name}az : ({residual_type}, {out}, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>) -> {out}",
+            f"  %{name}5 = relay.clip %{name}4 {{a_min = {low + 2}.0 : f64, a_max = {high - 30}.0 : f64}} : ({out}) -> {out}",
+            f"  %{name}6 = relay.qnn.add %{name}5, %{name}k, %{name}as, %{name}az, %{name}ks, %{name}kz, %{name}fs, %{name}fz : "
+            f"({out}, {tensor(bias_shape, q)}, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>) -> {out}",
+            f"  %{name}7 = relay.qnn.dequantize %{name}6, %{name}fs, %{name}fz : ({out}, tensor<f32>, tensor<i32>) -> {tensor(out_shape, 'f32')}",
+        ]
+        outputs.append((f"%{name}7", tensor(out_shape, "f32")))
+    lines += [
+        f"  func.return {', '.join(v for v, _ in outputs)} : {', '.join(t for _, t in outputs)}",
+        "}",
+    ]
+    return "\n".join(lines)
+
+
+def inputs() -> list[np.ndarray]:
+    rng = np.random.default_rng(3)
+    return [
+        (rng.standard_normal((1, 6, 7, 9)) * 3).astype(F32),
+        (rng.standard_normal((13, 20)) * 3).astype(F32),
+        (rng.standard_normal((13, 11)) * 4).astype(F32),
+    ]
+
+
+CASES = [("uint8", True), ("int8", False), ("uint8", False), ("int8", True)]
+
+
+@pytest.mark.parametrize("dtype,per_channel", CASES)
+def test_fused_adds_match_the_reference(dtype, per_channel):
+    text = fused_model(dtype, per_channel)
+    args = inputs()
+    want = byoc.run_reference(parse_text(text), args)
+    model = byoc.compile(text, targets=["ccompiler"])
+    for i, (got, expected) in enumerate(zip(model(*args), want)):
+        np.testing.assert_array_equal(got, expected, err_msg=f"output {i}")
+    # Not everything saturated: the comparison sees real values.
+    assert all(len(np.unique(w)) > 12 for w in want)
+
+
+def test_the_kernels_take_both_adds_and_their_clips():
+    module = parse_text(fused_model("uint8", True))
+    main = next(iter(module.ops))
+    chains = [
+        match_chain(op)
+        for op in main.body.block.ops
+        if isinstance(op, relay.QnnConv2dOp | relay.QnnDenseOp)
+    ]
+    assert [len(c.adds) for c in chains] == [2, 2]
+    assert [c.adds[0].chain_is_lhs for c in chains] == [False, False]
+    assert all(c.adds[0].clip is not None and c.adds[1].clip is None for c in chains)
+    assert all(isinstance(c.result.owner, relay.QnnAddOp) for c in chains)
