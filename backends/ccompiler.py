@@ -8,8 +8,10 @@ transcendental functions (tanh, exp, erf, ...) and the ops built on them
 (softmax, the norms) stay on the host. The C exit itself handles them all
 (tests/test_lower_nn.py compiles every op through it).
 
-Quantized conv2d and dense run on int8 kernels with their bias, requantize
-and fused relu in the same pass (backends/ccompiler_int8.py).
+Quantized conv2d and dense run on int8 kernels with their bias, requantize,
+fused relu and adds in the same pass, their constant weights packed (and
+dense's weight sums folded into its bias) at compile time
+(backends/ccompiler_int8.py).
 
 Loops worth it run across cores: `byoc-mark-parallel-loops` marks the
 outermost independent loops with enough work and `byoc-outline-parallel-loops`
@@ -32,7 +34,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32, f64
 from xdsl.ir import Attribute, Operation
 
-from byoc.backends.ccompiler_int8 import outline_int8_kernels
+from byoc.backends.ccompiler_int8 import outline_int8_kernels, pack_int8_weights
 from byoc.backends.spec import Artifact, Backend, Composite
 from byoc.dialects import make_context, relay
 from byoc.dialects.emitc import EmitC_IncludeOp
@@ -254,4 +256,5 @@ backend = Backend(
     source=generate_c,
     composites=COMPOSITES,
     inline_constants=INLINE_CONSTANTS,
+    alter_op=pack_int8_weights,
 )

@@ -55,6 +55,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from byoc.dialects import relay
+from byoc.dialects.extern import TARGET_ATTR
 from byoc.dialects.relay.qnn import INT8, UINT8, constant_value, type_range
 from byoc.passes.convert_relay_to_loops import is_loop_level
 from byoc.passes.loop_nests import (
@@ -142,6 +143,9 @@ class Chain:
     clip: relay.ClipOp | None
     adds: list[FusedAdd] = field(default_factory=list)
     """Residual and bias adds after the requantize, each rounded as its own op."""
+    packed: SSAValue | None = None
+    """conv2d's weight as the kernel reads it, `[O, padded depth]`, when the
+    weight is `pack_conv2d_weight`'s unpacking of it (the unpacking then never runs)."""
 
     @property
     def ops(self) -> list[Operation]:
@@ -187,6 +191,8 @@ def match_chain(op: Operation) -> Chain | None:
     rank = len(_shape(op.results[0]))
     channel = 1 if isinstance(op, relay.QnnConv2dOp) else rank - 1
     chain = Chain(op, None, None, None)
+    if isinstance(op, relay.QnnConv2dOp):
+        chain.packed = packed_conv2d_weight(weight)
     value = op.results[0]
     user = _only_user(value)
     if isinstance(user, relay.BiasAddOp) and user.data == value:
@@ -236,6 +242,161 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
     return tuple(typ.get_shape())
 
 
+# --- Weights packed at compile time -------------------------------------------------------
+
+_OHWI_TO_OIHW = (0, 3, 1, 2)
+
+
+def _unary_source(value: SSAValue, kind: type[Operation]) -> Operation | None:
+    owner = value.owner
+    return owner if isinstance(owner, kind) else None
+
+
+def packed_conv2d_weight(weight: SSAValue) -> SSAValue | None:
+    """The `[O, depth]` value `weight` (OIHW) unpacks, when it is
+    `transpose(reshape(strided_slice(packed)))` as `pack_int8_weights` writes
+    it (the slice left out when there is no padding): row o of `packed` is
+    output channel o in the patches' order (i, j, c), then zeros up to a
+    whole number of vectors."""
+    transpose = _unary_source(weight, relay.TransposeOp)
+    if transpose is None or tuple(transpose.attrs()["axes"] or ()) != _OHWI_TO_OIHW:
+        return None
+    reshape = _unary_source(transpose.operands[0], relay.ReshapeOp)
+    if reshape is None:
+        return None
+    n_out, channels, kh, kw = _shape(weight)
+    taps, depth = channels * kh * kw, padded_depth(channels * kh * kw)
+    source = reshape.operands[0]
+    if _shape(reshape.results[0]) != (n_out, kh, kw, channels):
+        return None
+    if taps != depth:
+        cut = _unary_source(source, relay.StridedSliceOp)
+        if cut is None or cut.operands[0].type != TensorType(INT8, (n_out, depth)):
+            return None
+        attrs = cut.attrs()
+        strides = attrs["strides"]
+        if (
+            tuple(attrs["begin"]) != (0, 0)
+            or tuple(attrs["end"]) != (n_out, taps)
+            or attrs["axes"]
+            or (strides and any(s != 1 for s in strides))
+            or attrs["slice_mode"] != "end"
+        ):
+            return None
+        source = cut.operands[0]
+    return source if source.type == TensorType(INT8, (n_out, depth)) else None
+
+
+def pack_int8_weights(op: Operation) -> None:
+    """ccompiler's `alter_op` for quantized products with constant weights, so
+    their kernels prepare nothing per call (TVM's AlterOpLayout and QNN
+    canonicalisation, folded at compile time):
+
+    - a one-group `relay.qnn.conv2d` reads its OIHW weight through
+      `transpose(reshape(strided_slice(packed)))`, `packed` the constant
+      `[O, padded depth]` the kernel reads (`packed_conv2d_weight`): the
+      unpacking ops are what the host or any other code runs, the kernel takes
+      `packed` itself;
+    - a `relay.qnn.dense` of uint8 data with a constant zero point zx gets zero
+      point 0 and the bias `- zx * (sum_k w[n, k] - K * zw[n])` added to its
+      bias (exact in int32: `sum (x - zx)(w - zw) = sum x (w - zw) - zx sum (w - zw)`),
+      so its kernel sums no weights.
+    """
+    if isinstance(op, relay.QnnConv2dOp):
+        _pack_conv2d(op)
+    elif isinstance(op, relay.QnnDenseOp):
+        _fold_dense_zero_point(op)
+
+
+def _insert_before(op: Operation, new: Operation) -> Operation:
+    block = op.parent_block()
+    assert block is not None
+    block.insert_op_before(new, op)
+    return new
+
+
+def _erase_if_unused(op: Operation | None) -> None:
+    if op is not None and all(r.first_use is None for r in op.results):
+        op.detach()
+        op.erase()
+
+
+def _pack_conv2d(op: relay.QnnConv2dOp) -> None:
+    weight = op.kernel.owner
+    if not isinstance(weight, relay.ConstantOp) or _element(op.kernel) != INT8:
+        return
+    n_out, channels, kh, kw = _shape(op.kernel)
+    taps = channels * kh * kw
+    if op.attrs()["groups"] != 1 or taps < MIN_DEPTH:
+        return
+    import numpy as np
+
+    depth = padded_depth(taps)
+    values = weight.to_numpy().transpose(0, 2, 3, 1).reshape(n_out, taps)
+    packed = np.zeros((n_out, depth), np.int8)
+    packed[:, :taps] = values
+    target = {k: v for k, v in op.attributes.items() if k == TARGET_ATTR}
+    source = _insert_before(op, relay.ConstantOp.from_numpy(packed)).results[0]
+    if taps != depth:
+        source = _insert_before(op, relay.StridedSliceOp(source, [0, 0], [n_out, taps])).results[0]
+        source.owner.attributes.update(target)  # type: ignore[union-attr]
+    reshape = _insert_before(op, relay.ReshapeOp(source, [n_out, kh, kw, channels]))
+    transpose = _insert_before(op, relay.TransposeOp(reshape.results[0], _OHWI_TO_OIHW))
+    for new in (reshape, transpose):
+        new.attributes.update(target)
+    op.operands[1] = transpose.results[0]
+    _erase_if_unused(weight)
+
+
+def _fold_dense_zero_point(op: relay.QnnDenseOp) -> None:
+    weight, data_zero, weight_zero = (constant_value(v) for v in op.operands[1:4])
+    if (
+        weight is None
+        or data_zero is None
+        or weight_zero is None
+        or _element(op.data) != UINT8
+        or _element(op.weight) != INT8
+        or data_zero.size != 1
+        or not data_zero.any()
+        or len(_shape(op.data)) < 2
+    ):
+        return
+    import numpy as np
+
+    units, depth = weight.shape
+    if depth < MIN_DEPTH:
+        return
+    rank = len(_shape(op.results[0]))
+    user = _only_user(op.results[0])
+    bias_op = user if isinstance(user, relay.BiasAddOp) and user.data == op.results[0] else None
+    bias = None
+    if bias_op is not None:
+        bias = constant_value(bias_op.bias)
+        if bias is None or _channel_axis(bias_op, rank) != rank - 1:
+            return
+    zx = np.int64(data_zero.reshape(-1)[0])
+    zw = np.broadcast_to(weight_zero.reshape(-1).astype(np.int64), (units,))
+    correction = -zx * (weight.astype(np.int64).sum(axis=1) - depth * zw)
+    total = correction if bias is None else correction + bias.astype(np.int64)
+    folded = _insert_before(op, relay.ConstantOp.from_numpy(total.astype(np.int32)))
+    zero = _insert_before(op, relay.ConstantOp.from_numpy(np.zeros(data_zero.shape, data_zero.dtype)))
+    old_zero = op.operands[2].owner
+    op.operands[2] = zero.results[0]
+    _erase_if_unused(old_zero if isinstance(old_zero, Operation) else None)
+    if bias_op is not None:
+        old_bias = bias_op.bias.owner
+        bias_op.operands[1] = folded.results[0]
+        _erase_if_unused(old_bias if isinstance(old_bias, Operation) else None)
+        return
+    add = relay.BiasAddOp(op.results[0], folded.results[0], axis=rank - 1)
+    add.attributes.update({k: v for k, v in op.attributes.items() if k == TARGET_ATTR})
+    block = op.parent_block()
+    assert block is not None
+    block.insert_op_after(add, op)
+    op.results[0].replace_all_uses_with(add.results[0])
+    add.operands[0] = op.results[0]
+
+
 # --- Outlining ---------------------------------------------------------------------------
 
 
@@ -263,9 +424,17 @@ def outline_int8_kernels(module: ModuleOp) -> int:
             function.body.block.insert_op_before(call, chain.ops[-1])
             call.res[0].name_hint = chain.result.name_hint
             chain.result.replace_all_uses_with(call.res[0])
+            unpacking = chain.root.operands[1].owner
             for member in reversed(chain.ops):
                 member.detach()
                 member.erase()
+            while isinstance(unpacking, relay.TransposeOp | relay.ReshapeOp | relay.StridedSliceOp):
+                source = unpacking.operands[0].owner
+                if unpacking.results[0].first_use is not None:
+                    break
+                unpacking.detach()
+                unpacking.erase()
+                unpacking = source
             count += 1
     return count
 
@@ -279,7 +448,8 @@ def _memref(value: SSAValue) -> MemRefType:
 def build_kernel(chain: Chain, name: str) -> tuple[func.FuncOp, list[SSAValue]]:
     """The loop-level kernel function of `chain`, and the relay values to call it with."""
     root = chain.root
-    operands = [root.operands[0], root.operands[1], root.operands[2], root.operands[3]]
+    weight = root.operands[1] if chain.packed is None else chain.packed
+    operands = [root.operands[0], weight, root.operands[2], root.operands[3]]
     if chain.bias is not None:
         operands.append(chain.bias.bias)
     if chain.requantize is not None:
@@ -348,6 +518,10 @@ class KernelParams:
     element: Attribute | None = None
     """The requantized element type (None: int32 output)."""
     adds: list[AddParams] = field(default_factory=list)
+    packed: bool = False
+    """conv2d: `weight` is `[O, padded depth]` in the patches' order already."""
+    data_zero_is_zero: bool = False
+    """Unsigned data whose zero point is a constant 0: no weight sums needed."""
 
     @staticmethod
     def of(chain: Chain, args: list[SSAValue]) -> KernelParams:
@@ -367,9 +541,14 @@ class KernelParams:
                 add_element = _element(add.op.results[0])
                 adds.append(AddParams(*values, add_element, _bounds(add_element, add.clip)))
         known = constant_value(chain.root.operands[3])
+        known_data = constant_value(chain.root.operands[2])
         return KernelParams(
             data, weight, data_zero, weight_zero, bias, in_scale, in_zero, out_scale,
             out_zero, args[-1], bounds, known is not None and not known.any(), element, adds,
+            chain.packed is not None,
+            _element(chain.root.operands[0]) == UINT8
+            and known_data is not None
+            and not known_data.any(),
         )
 
 
@@ -475,12 +654,15 @@ def _prepare(
         multiplier = alloc(b, MemRefType(f32, (units,)))
         multiplier.name_hint = "multiplier"
     n_b, (n,) = nest(b, (units,), ["n"])
-    wsum = _scalar_cell(n_b, "wsum", n_b.constant(0, I32))
-    k_b, (k,) = nest(n_b, (depth,), ["k"])
-    store(k_b, _add(k_b, load(k_b, wsum, []), _signed_i32(k_b, load(k_b, p.weight, [n, k]))), wsum, [])
-    w_zero = parameter(n_b, p.weight_zero, n)
-    value = _mul(n_b, data_zero, _mul(n_b, n_b.constant(depth, I32), w_zero))
-    value = _sub(n_b, value, _mul(n_b, data_zero, load(n_b, wsum, [])))
+    if p.data_zero_is_zero:
+        value = n_b.constant(0, I32)
+    else:
+        w_zero = parameter(n_b, p.weight_zero, n)
+        wsum = _scalar_cell(n_b, "wsum", n_b.constant(0, I32))
+        k_b, (k,) = nest(n_b, (depth,), ["k"])
+        store(k_b, _add(k_b, load(k_b, wsum, []), _signed_i32(k_b, load(k_b, p.weight, [n, k]))), wsum, [])
+        value = _mul(n_b, data_zero, _mul(n_b, n_b.constant(depth, I32), w_zero))
+        value = _sub(n_b, value, _mul(n_b, data_zero, load(n_b, wsum, [])))
     if p.bias is not None:
         value = _add(n_b, value, load(n_b, p.bias, [n]))
     if p.in_zero is not None:
@@ -643,7 +825,7 @@ def conv_kernel(b: BodyBuilder, op: relay.QnnConv2dOp, p: KernelParams) -> None:
     pixels times every output channel and its epilogue along the row
     (contiguous in the output: it vectorises)."""
     batch, channels, _, _ = shape_of(p.data)
-    n_out, _, kh, kw = shape_of(p.weight)
+    n_out, _, kh, kw = _shape(op.kernel)
     rows_w, cols_w = _windows(op, p.data, p.out, (kh, kw))
     height, width = rows_w.outputs, cols_w.outputs
     pixels = height * width
@@ -654,7 +836,7 @@ def conv_kernel(b: BodyBuilder, op: relay.QnnConv2dOp, p: KernelParams) -> None:
     data_zero = parameter(b, p.data_zero, None)
     if signed_data:
         data_zero = _add(b, data_zero, b.constant(128, I32))
-    weight = _flat_weight(b, p.weight, depth)
+    weight = p.weight if p.packed else _flat_weight(b, p.weight, depth)
     flat = replace(p, weight=weight)
     correction, multiplier = _prepare(b, flat, n_out, depth, data_zero)
     patches = alloc(b, MemRefType(element, (pixels, depth)))
@@ -689,7 +871,7 @@ def conv_kernel(b: BodyBuilder, op: relay.QnnConv2dOp, p: KernelParams) -> None:
         segment(y_b, full, width - full)
     if row_sums is not None:
         dealloc(img_b, row_sums)
-    for buffer in (patches, weight, correction, multiplier):
+    for buffer in (patches, None if p.packed else weight, correction, multiplier):
         if buffer is not None:
             dealloc(b, buffer)
 

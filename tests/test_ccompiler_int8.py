@@ -24,11 +24,12 @@ def _dense(array: np.ndarray, element: str) -> str:
     return f"relay.constant dense<{array.tolist()}> : {typ}"
 
 
-def fused_model(dtype: str, per_channel: bool) -> str:
-    """A conv2d chain (6 -> 6 channels, 3x3, 7x9 image) and a dense chain (13
-    rows, depth 20, 11 units), each requantized and clipped, then added to a
-    residual (the chain on the right) with a clip, then to a per-channel
-    constant (the chain on the left)."""
+def fused_model(dtype: str, per_channel: bool, channels: int = 6, size: int = 3) -> str:
+    """A conv2d chain (`channels` -> `channels`, `size`x`size` kernel, 7x9
+    image) and a dense chain (13 rows, depth 20, 11 units), each requantized
+    and clipped, then added to a residual (the chain on the right) with a clip,
+    then to a per-channel constant (the chain on the left). Weight zero points
+    are not zero when `per_channel`."""
     rng = np.random.default_rng(17)
     q = "ui8" if dtype == "uint8" else "i8"
     low, high = (0, 255) if dtype == "uint8" else (-128, 127)
@@ -44,33 +45,37 @@ def fused_model(dtype: str, per_channel: bool) -> str:
     def tensor(shape, element: str) -> str:
         return f"tensor<{'x'.join(map(str, shape))}x{element}>"
 
-    conv_out, dense_out = (1, 6, 7, 9), (13, 11)
+    image = (1, channels, 7, 9)
+    conv_out, dense_out = image, (13, 11)
     lines = [
-        "func.func @main(%x: tensor<1x6x7x9xf32>, %v: tensor<13x20xf32>, %u: tensor<13x11xf32>)"
-        " -> (tensor<1x6x7x9xf32>, tensor<13x11xf32>) {",
+        f"func.func @main(%x: {tensor(image, 'f32')}, %v: tensor<13x20xf32>, %u: tensor<13x11xf32>)"
+        f" -> ({tensor(image, 'f32')}, tensor<13x11xf32>) {{",
         f"  %xs = {_dense(np.asarray(0.05, F32), 'f32')}",
         f"  %xz = {_dense(np.asarray(zp(), np.int32), 'i32')}",
         f"  %us = {_dense(np.asarray(0.07, F32), 'f32')}",
         f"  %uz = {_dense(np.asarray(zp(), np.int32), 'i32')}",
         f"  %zero = {_dense(np.asarray(0, np.int32), 'i32')}",
-        f'  %qx = relay.qnn.quantize %x, %xs, %xz {{out_dtype = "{dtype}"}} : (tensor<1x6x7x9xf32>, tensor<f32>, tensor<i32>) -> {tensor((1, 6, 7, 9), q)}',
+        f'  %qx = relay.qnn.quantize %x, %xs, %xz {{out_dtype = "{dtype}"}} : ({tensor(image, "f32")}, tensor<f32>, tensor<i32>) -> {tensor(image, q)}',
         f'  %qv = relay.qnn.quantize %v, %xs, %xz {{out_dtype = "{dtype}"}} : (tensor<13x20xf32>, tensor<f32>, tensor<i32>) -> {tensor((13, 20), q)}',
         f'  %qu = relay.qnn.quantize %u, %us, %uz {{out_dtype = "{dtype}"}} : (tensor<13x11xf32>, tensor<f32>, tensor<i32>) -> {tensor((13, 11), q)}',
     ]
     outputs = []
     for name, units, weight_shape, out_shape in (
-        ("c", 6, (6, 6, 3, 3), conv_out),
+        ("c", channels, (channels, channels, size, size), conv_out),
         ("d", 11, (11, 20), dense_out),
     ):
         data = "%qx" if name == "c" else "%qv"
-        data_type = tensor((1, 6, 7, 9), q) if name == "c" else tensor((13, 20), q)
+        data_type = tensor(image, q) if name == "c" else tensor((13, 20), q)
         channel = 1 if name == "c" else 1
         weight = rng.integers(-128, 128, weight_shape).astype(np.int8)
         w_scale = scales(units, 0.02)
-        w_zero = np.zeros(units if per_channel else (), np.int32)
+        w_zero = (
+            rng.integers(-5, 6, units).astype(np.int32) if per_channel else np.asarray(0, np.int32)
+        )
         in_scale = (np.float32(0.05) * w_scale).astype(F32)
         pshape = (units,) if per_channel else ()
-        attrs = ' {padding = array<i64: 1, 1, 1, 1>}' if name == "c" else ""
+        pad = size // 2
+        attrs = f" {{padding = array<i64: {pad}, {pad}, {pad}, {pad}>}}" if name == "c" else ""
         root = "relay.qnn.conv2d" if name == "c" else "relay.qnn.dense"
         out = tensor(out_shape, q)
         acc = tensor(out_shape, "i32")
@@ -100,7 +105,7 @@ def fused_model(dtype: str, per_channel: bool) -> str:
             f"({acc}, {ptype}, tensor<i32>, tensor<f32>, tensor<i32>) -> {out}",
             f"  %{name}3 = relay.clip %{name}2 {{a_min = {low + 5}.0 : f64, a_max = {high - 9}.5 : f64}} : ({out}) -> {out}",
         ]
-        residual, residual_type = ("%qx", tensor((1, 6, 7, 9), q)) if name == "c" else ("%qu", tensor((13, 11), q))
+        residual, residual_type = ("%qx", tensor(image, q)) if name == "c" else ("%qu", tensor((13, 11), q))
         lines += [
             f"  %{name}4 = relay.qnn.add {residual}, %{name}3, "
             + ("%xs, %xz" if name == "c" else "%us, %uz")
@@ -118,10 +123,10 @@ def fused_model(dtype: str, per_channel: bool) -> str:
     return "\n".join(lines)
 
 
-def inputs() -> list[np.ndarray]:
+def inputs(channels: int = 6) -> list[np.ndarray]:
     rng = np.random.default_rng(3)
     return [
-        (rng.standard_normal((1, 6, 7, 9)) * 3).astype(F32),
+        (rng.standard_normal((1, channels, 7, 9)) * 3).astype(F32),
         (rng.standard_normal((13, 20)) * 3).astype(F32),
         (rng.standard_normal((13, 11)) * 4).astype(F32),
     ]
@@ -130,10 +135,14 @@ def inputs() -> list[np.ndarray]:
 CASES = [("uint8", True), ("int8", False), ("uint8", False), ("int8", True)]
 
 
-@pytest.mark.parametrize("dtype,per_channel", CASES)
-def test_fused_adds_match_the_reference(dtype, per_channel):
-    text = fused_model(dtype, per_channel)
-    args = inputs()
+@pytest.mark.parametrize(
+    "dtype,per_channel,channels,size",
+    [(*case, 6, 3) for case in CASES] + [("uint8", True, 16, 1), ("int8", False, 16, 1)],
+)
+def test_fused_adds_match_the_reference(dtype, per_channel, channels, size):
+    """3x3 kernels of 54 taps (packed weight rows padded to 64), 1x1 of 16 (not padded)."""
+    text = fused_model(dtype, per_channel, channels, size)
+    args = inputs(channels)
     want = byoc.run_reference(parse_text(text), args)
     model = byoc.compile(text, targets=["ccompiler"])
     for i, (got, expected) in enumerate(zip(model(*args), want)):
@@ -154,3 +163,74 @@ def test_the_kernels_take_both_adds_and_their_clips():
     assert [c.adds[0].chain_is_lhs for c in chains] == [False, False]
     assert all(c.adds[0].clip is not None and c.adds[1].clip is None for c in chains)
     assert all(isinstance(c.result.owner, relay.QnnAddOp) for c in chains)
+
+
+def _annotated(text: str):
+    from byoc.backends import get_backend
+    from byoc.passes.annotate import annotate
+
+    module = parse_text(text)
+    annotate(module, [get_backend("ccompiler")])
+    return next(iter(module.ops))
+
+
+def test_constant_weights_are_packed_at_compile_time():
+    """ccompiler's alter_op: the conv2d reads its weight through ops unpacking
+    the kernel's `[O, padded depth]` rows (patch order i, j, c); the dense's
+    data zero point becomes 0, its weight sums folded into the bias."""
+    from byoc.backends.ccompiler_int8 import packed_conv2d_weight
+    from byoc.dialects.relay.qnn import constant_value
+
+    text = fused_model("uint8", True)
+    before = next(iter(parse_text(text).ops))
+    conv0 = next(op for op in before.body.block.ops if isinstance(op, relay.QnnConv2dOp))
+    dense0 = next(op for op in before.body.block.ops if isinstance(op, relay.QnnDenseOp))
+    weight = constant_value(conv0.kernel)
+    main = _annotated(text)
+    conv = next(op for op in main.body.block.ops if isinstance(op, relay.QnnConv2dOp))
+    packed = constant_value(packed_conv2d_weight(conv.kernel))
+    assert packed.shape == (6, 64)
+    np.testing.assert_array_equal(packed[:, :54], weight.transpose(0, 2, 3, 1).reshape(6, 54))
+    assert not packed[:, 54:].any()
+
+    dense = next(op for op in main.body.block.ops if isinstance(op, relay.QnnDenseOp))
+    assert not constant_value(dense.operands[2]).any()
+    zx = int(constant_value(dense0.operands[2]))
+    w = constant_value(dense0.weight).astype(np.int64)
+    zw = constant_value(dense0.operands[3]).astype(np.int64)
+    bias0 = constant_value(next(iter(dense0.results[0].uses)).operation.bias)
+    bias = constant_value(next(iter(dense.results[0].uses)).operation.bias)
+    np.testing.assert_array_equal(bias, bias0 - zx * (w.sum(axis=1) - 20 * zw))
+
+
+DENSE_NO_BIAS = """
+func.func @main(%v: tensor<7x33xf32>) -> tensor<7x9xf32> {
+  %s = relay.constant dense<0.05> : tensor<f32>
+  %z = relay.constant dense<37> : tensor<i32>
+  %q = relay.qnn.quantize %v, %s, %z {out_dtype = "uint8"} : (tensor<7x33xf32>, tensor<f32>, tensor<i32>) -> tensor<7x33xui8>
+  %w = relay.constant dense<WEIGHT> : tensor<9x33xi8>
+  %wz = relay.constant dense<[3, -2, 0, 1, 5, -4, 2, 0, -1]> : tensor<9xi32>
+  %ws = relay.constant dense<0.01> : tensor<f32>
+  %d = relay.qnn.dense %q, %w, %z, %wz, %s, %ws : (tensor<7x33xui8>, tensor<9x33xi8>, tensor<i32>, tensor<9xi32>, tensor<f32>, tensor<f32>) -> tensor<7x9xi32>
+  %is = relay.constant dense<0.0005> : tensor<f32>
+  %os = relay.constant dense<0.08> : tensor<f32>
+  %oz = relay.constant dense<120> : tensor<i32>
+  %r = relay.qnn.requantize %d, %is, %z, %os, %oz {out_dtype = "uint8"} : (tensor<7x9xi32>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>) -> tensor<7x9xui8>
+  %y = relay.qnn.dequantize %r, %os, %oz : (tensor<7x9xui8>, tensor<f32>, tensor<i32>) -> tensor<7x9xf32>
+  func.return %y : tensor<7x9xf32>
+}
+"""
+
+
+def test_dense_without_a_bias_gets_one_for_its_zero_point():
+    weight = np.random.default_rng(5).integers(-128, 128, (9, 33)).astype(np.int8)
+    text = DENSE_NO_BIAS.replace("WEIGHT", str(weight.tolist()))
+    main = _annotated(text)
+    dense = next(op for op in main.body.block.ops if isinstance(op, relay.QnnDenseOp))
+    (use,) = dense.results[0].uses
+    assert isinstance(use.operation, relay.BiasAddOp)
+    x = (np.random.default_rng(6).standard_normal((7, 33)) * 4).astype(F32)
+    want = byoc.run_reference(parse_text(text), [x])[0]
+    got = byoc.compile(text, targets=["ccompiler"])(x)
+    np.testing.assert_array_equal(got, want)
+    assert len(np.unique(want)) > 12
