@@ -16,16 +16,15 @@ contender runs the same graph and weights):
 
 Prints median latency (ms, or us for the overhead) and the ratio to
 onnxruntime (CPU provider, 2 threads) and to numpy, the contenders taking
-turns in rounds. A benchmark, not a test.
+turns in rounds; the quantized tables add each contender's minimum. A
+benchmark, not a test.
 
     python bench/run.py [--runs 500] [--only float|quantized] [--threads 2]
 
-`--threads` sets onnxruntime's threads and byoc's (OpenMP's and OpenBLAS's).
-On a machine shared with other work use `--threads 1`: OpenMP's fork-join
-waits at every parallel loop for a thread the scheduler has not run yet, so
-byoc's medians there grow from a fraction of a millisecond to hundreds of
-milliseconds, while onnxruntime's pool (whose caller runs the tasks no worker
-has taken) slows down only a little.
+`--threads` sets onnxruntime's intra-op threads and byoc's (`byoc.set_threads`:
+libbyoc's pool, OpenBLAS single-threaded inside its chunks). On a machine
+shared with other work, compare the minimums too: a call preempted by other
+jobs counts in the median.
 """
 
 from __future__ import annotations
@@ -56,6 +55,11 @@ its calls) falls on all of them alike."""
 
 def median_times(contenders: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
     """Median seconds per call of each contender, measured in interleaved rounds."""
+    return {name: statistics.median(times) for name, times in sample_times(contenders, runs).items()}
+
+
+def sample_times(contenders: dict[str, Callable[[], object]], runs: int) -> dict[str, list[float]]:
+    """Seconds of every call of each contender, measured in interleaved rounds."""
     samples: dict[str, list[float]] = {name: [] for name in contenders}
     per_round = max(1, runs // ROUNDS)
     for _ in range(ROUNDS):
@@ -66,7 +70,21 @@ def median_times(contenders: dict[str, Callable[[], object]], runs: int) -> dict
                 start = time.perf_counter()
                 fn()
                 samples[name].append(time.perf_counter() - start)
-    return {name: statistics.median(times) for name, times in samples.items()}
+    return samples
+
+
+def print_samples(title: str, samples: dict[str, list[float]], reference: str) -> None:
+    """One row per contender: median and minimum in ms, each with its ratio to
+    `reference`'s. On a loaded machine the minimum is a call the scheduler
+    left alone, while a long call's median counts its preemptions."""
+    base, base_min = statistics.median(samples[reference]), min(samples[reference])
+    for name, times in samples.items():
+        median, best = statistics.median(times), min(times)
+        print(
+            f"{title:26} {name:28} {median * 1e3:8.3f}ms {median / base:7.2f} "
+            f"{best * 1e3:8.3f}ms {best / base_min:7.2f}"
+        )
+    print()
 
 
 def elementwise_model():
@@ -151,13 +169,10 @@ THREADS = 2
 
 
 def set_threads(threads: int) -> None:
-    """Threads for every contender; OpenMP and OpenBLAS read theirs when they
-    start, before the first compiled model loads."""
-    import os
-
+    """Threads for every contender (onnxruntime's sessions read THREADS)."""
     global THREADS
     THREADS = threads
-    os.environ["OMP_NUM_THREADS"] = os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
+    byoc.set_threads(threads)
 
 
 def ort_session(model):
@@ -185,9 +200,9 @@ def main() -> None:
     if args.only != "quantized":
         float_workloads(args.runs)
     if args.only != "float":
-        print(f"{'workload':26} {'contender':28} {'median':>10} {'x ort QDQ':>9}")
+        print(f"{'workload':26} {'contender':28} {'median':>10} {'x ort':>7} {'minimum':>10} {'x ort':>7}")
         quantized_workloads(args.runs)
-        print(f"{'workload':26} {'contender':28} {'median':>10} {'x int8':>7}")
+        print(f"{'workload':26} {'contender':28} {'median':>10} {'x int8':>7} {'minimum':>10} {'x int8':>7}")
         kernel_workloads(max(10, args.runs // 25))
 
 
@@ -278,11 +293,7 @@ def quantized_workloads(runs: int) -> None:
                 contenders[f"{name} QDQ"] = lambda compiled=compiled: compiled(*feeds)
             best_float = byoc.compile(model, targets=[t for t in ("cblas", "ccompiler") if t in installed])
             contenders["byoc cblas,ccompiler float32"] = lambda: best_float(*feeds)
-            times = median_times(contenders, runs)
-            reference = times["onnxruntime QDQ"]
-            for name, seconds in times.items():
-                print(f"{title:26} {name:28} {seconds * 1e3:8.3f}ms {seconds / reference:7.2f}")
-            print()
+            print_samples(title, sample_times(contenders, runs), "onnxruntime QDQ")
 
 
 def kernel_workloads(runs: int) -> None:
@@ -309,11 +320,7 @@ def kernel_workloads(runs: int) -> None:
                 if all(t in installed for t in targets):
                     compiled = byoc.compile(model, targets=targets)
                     contenders[name] = lambda compiled=compiled: compiled(*feeds)
-            times = median_times(contenders, runs)
-            reference = times["byoc int8 (ccompiler)"]
-            for name, seconds in times.items():
-                print(f"{title:26} {name:28} {seconds * 1e3:8.3f}ms {seconds / reference:7.2f}")
-            print()
+            print_samples(title, sample_times(contenders, runs), "byoc int8 (ccompiler)")
 
 
 if __name__ == "__main__":
