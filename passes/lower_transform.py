@@ -165,6 +165,29 @@ def lower_take(
     return status.value(b) if status else None
 
 
+def lower_gather(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> SSAValue | None:
+    """Lowers `relay.gather`: one nest over the indices, each index normalised
+    ([-n, n), else a failure status) and used along the axis."""
+    assert isinstance(op, relay.GatherOp)
+    (data, indices), (out,) = operands, results
+    shape = shape_of(out)
+    if pymath.prod(shape) == 0:
+        return None
+    data_shape = shape_of(data)
+    axis = relay.normalize_axis(int(op.attrs()["axis"]), len(data_shape), op.name)
+    status = Status(b)
+    inner, ivs = nest(b, shape, "i")
+    raw = as_index(inner, load(inner, indices, ivs))
+    picked = normalized_index(inner, raw, data_shape[axis], "fast", status)
+    store(inner, load(inner, data, [*ivs[:axis], picked, *ivs[axis + 1 :]]), out, ivs)
+    return status.value(b)
+
+
 # --- Conversion and selection: scalar builders -----------------------------------------
 
 _NE = IntegerAttr(1, i64)  # arith.cmpi ne
@@ -419,6 +442,7 @@ TransformLowering = Callable[
 
 TRANSFORM_LOWERINGS: dict[type[Operation], TransformLowering] = {
     relay.TakeOp: lower_take,
+    relay.GatherOp: lower_gather,
     relay.StridedSliceOp: lower_strided_slice,
     relay.TileOp: lower_tile,
     relay.BroadcastToOp: lower_broadcast_to,

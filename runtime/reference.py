@@ -453,6 +453,22 @@ def _take(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     return np.take(data, index, axis=axis)
 
 
+def _gather(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    data, indices = args
+    axis = relay.normalize_axis(_attrs(op)["axis"], data.ndim, op.name)
+    n = data.shape[axis]
+    index = indices.astype(np.int64)
+    bad = (index < -n) | (index >= n)
+    if bad.any():
+        raise ByocError(
+            f"error: '{op.name}': index {int(index[bad][0])} is out of range for "
+            f"axis {axis} of size {n}"
+        )
+    # Indices may cover less of data than its shape along the other axes.
+    window = tuple(slice(0, m) if d != axis else slice(None) for d, m in enumerate(index.shape))
+    return np.take_along_axis(data[window], np.where(index < 0, index + n, index), axis=axis)
+
+
 def _strided_slice(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     (data,) = args
     assert isinstance(op, relay.StridedSliceOp)
@@ -714,6 +730,7 @@ REFERENCE: dict[str, Kernel] = {
     relay.SqueezeOp.name: _squeeze,
     relay.ExpandDimsOp.name: _expand_dims,
     relay.TakeOp.name: _take,
+    relay.GatherOp.name: _gather,
     relay.StridedSliceOp.name: _strided_slice,
     relay.TileOp.name: _tile,
     relay.BroadcastToOp.name: _broadcast_to,

@@ -623,6 +623,12 @@ for op in ("ArgMax", "ArgMin"):
         X234,
     )
 case(
+    "gather-elements",
+    [N("GatherElements", ["x", "i"], ["y"], axis=1)],
+    X234,
+    initializers={"i": np.array([[[0, 1, -1, 2]], [[2, 2, 0, -3]]], np.int64)},
+)
+case(
     "where-constant-condition",
     [N("Where", ["c", "x", "z"], ["y"])],
     {"x": random((2, 3, 4)), "z": random((4,), seed=1)},

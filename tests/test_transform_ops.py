@@ -89,6 +89,10 @@ CASES = [
     one("slice-size-mode", [X], "relay.strided_slice", "{begin = array<i64: 1, 2>, end = array<i64: 2, -1>, slice_mode = \"size\"}",
         want=lambda x: x[1:2, 2:]),
     # tile
+    one("gather-axis-1", [X[0, 0], np.array([[0, -1, 2], [4, 0, -5], [1, 1, 3]], np.int64)], "relay.gather", "{axis = 1 : i64}",
+        want=lambda x, i: np.take_along_axis(x[:3], i % x.shape[1], 1)),
+    one("gather-axis-0-int32-ids", [I[0], np.array([[1, -1], [0, 2]], np.int32)], "relay.gather", "",
+        want=lambda x, i: np.take_along_axis(x[:, :2], i % x.shape[0], 0)),
     one("tile", [X[0, :2, :3, 0]], "relay.tile", "{reps = array<i64: 3, 2>}", want=lambda x: np.tile(x, (3, 2))),
     one("tile-more-reps", [I[0, 0]], "relay.tile", "{reps = array<i64: 2, 1, 3>}", want=lambda x: np.tile(x, (2, 1, 3))),
     # broadcast_to
@@ -244,8 +248,10 @@ def test_compiled_matches_the_reference(reference, targets) -> None:
         ("%r = relay.where %a, %a, %a : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>", "condition must have element type i1, got f32"),
         ("%r = relay.cast %a {dtype = \"float16\"} : (tensor<3xf32>) -> tensor<3xf16>", 'dtype "float16" is not one of'),
         ("%r = relay.image.resize2d %a {size = array<i64: 2, 2>} : (tensor<3xf32>) -> tensor<2x2xf32>", "data (NCHW) must have rank 4"),
+        ("%k = relay.constant dense<0> : tensor<4xi64>\n  %r = relay.gather %a, %k {axis = 1 : i64} : (tensor<3xf32>, tensor<4xi64>) -> tensor<4xf32>", "axis 1 is out of range for rank 1"),
+        ("%k = relay.constant dense<0> : tensor<1x1xi64>\n  %r = relay.gather %a, %k : (tensor<3xf32>, tensor<1x1xi64>) -> tensor<1x1xf32>", "indices have rank 2 but data has rank 1"),
     ],
-    ids=["slice-step-0", "tile-negative", "broadcast", "reflect", "pad-width", "where-condition", "cast-dtype", "resize-rank"],
+    ids=["slice-step-0", "tile-negative", "broadcast", "reflect", "pad-width", "where-condition", "cast-dtype", "resize-rank", "gather-axis", "gather-rank"],
 )
 def test_verifiers_say_what_is_wrong(text: str, needle: str) -> None:
     result = text.rsplit("-> ", 1)[1]

@@ -184,6 +184,8 @@ from byoc.dialects.relay.image import (
     source_coordinates,
 )
 from byoc.dialects.relay.transform import (
+    GatherOp,
+    gather_output_shape,
     CAST_DTYPES,
     BatchFlattenOp,
     BroadcastToOp,
@@ -328,6 +330,7 @@ SHAPE_OPS: tuple[type[InferredOp], ...] = (
 """Ops that only move elements (reshape, transpose, concatenate, ...)."""
 TRANSFORM_OPS: tuple[type[InferredOp], ...] = (
     TakeOp,
+    GatherOp,
     StridedSliceOp,
     TileOp,
     BroadcastToOp,
@@ -337,7 +340,7 @@ TRANSFORM_OPS: tuple[type[InferredOp], ...] = (
     DepthToSpaceOp,
     SpaceToDepthOp,
 )
-"""The other data-movement ops of TVM's relay/op/transform (take,
+"""The other data-movement ops of TVM's relay/op/transform (take, gather,
 strided_slice, tile, broadcast_to, nn.pad, where, cast, nn.depth_to_space,
 nn.space_to_depth): they index, pad, broadcast, select or convert as well as
 copy. Like SHAPE_OPS they take tensors of any element type."""
@@ -559,4 +562,6 @@ __all__ = [
     "ArgmaxOp",
     "ArgminOp",
     "ArgReduceOp",
+    "GatherOp",
+    "gather_output_shape",
 ]

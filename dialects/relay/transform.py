@@ -505,6 +505,62 @@ class TakeOp(InferredOp):
         return TensorType(data.element_type, shape)
 
 
+def gather_output_shape(
+    data: Sequence[int], indices: Sequence[int], axis: int, op_name: str = "relay.gather"
+) -> Shape:
+    """`indices`' shape, which has `data`'s rank and fits in `data` along
+    every axis but `axis`."""
+    if len(indices) != len(data):
+        raise _error(op_name, f"indices have rank {len(indices)} but data has rank {len(data)}")
+    ax = normalize_axis(axis, len(data), op_name)
+    for d, (n, m) in enumerate(zip(indices, data)):
+        if d != ax and n > m:
+            raise _error(
+                op_name, f"indices have {n} elements along axis {d} but data has {m}"
+            )
+    if data and data[ax] == 0 and 0 not in indices:
+        raise _error(op_name, f"axis {ax} of data is empty: there is nothing to gather")
+    return tuple(indices)
+
+
+@irdl_op_definition
+class GatherOp(InferredOp):
+    """Elements of `data` picked along `axis` by `indices` (i32 or i64) of the
+    same rank (TVM's `relay.gather`; ONNX's GatherElements): `out[i, j, k] =
+    data[i, indices[i, j, k], k]` for axis 1. Negative indices count from the
+    end (`[-n, n)`); anything else is an error: the compiled code returns a
+    failure status (its ByocError names this op, its place and the index)."""
+
+    name = "relay.gather"
+
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64], default_value=i64_attr(0))
+
+    assembly_format = (
+        "$data `,` $indices attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        data: SSAValue,
+        indices: SSAValue,
+        axis: int = 0,
+        result_type: Attribute | None = None,
+    ):
+        self._build([data, indices], {"axis": i64_attr(axis)}, result_type)
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data = any_tensor_of(operand_types[0], cls.name, "data")
+        indices = index_tensor_of(operand_types[1], cls.name, "indices")
+        shape = gather_output_shape(
+            data.get_shape(), indices.get_shape(), attrs["axis"], cls.name
+        )
+        return TensorType(data.element_type, shape)
+
+
 # --- Slicing, tiling, broadcasting ------------------------------------------------------
 
 

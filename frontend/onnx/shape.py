@@ -182,6 +182,12 @@ def _gather(node: Node) -> SSAValue:
     return node.emit(relay.TakeOp(data, node.value(1), axis=axis, mode="fast"))
 
 
+def _gather_elements(node: Node) -> SSAValue:
+    data = node.value(0)
+    axis = relay.normalize_axis(int(node.attr("axis", 0)), len(shape_of(data)), "GatherElements")
+    return node.emit(relay.GatherOp(data, node.value(1), axis=axis))
+
+
 def _constant_ints(node: Node, i: int, what: str) -> list[int]:
     return [int(v) for v in np.asarray(node.constant(i, what)).reshape(-1)]
 
@@ -468,6 +474,7 @@ CONVERTERS: dict[str, Converter] = {
     "Resize": _resize,
     "Upsample": _resize,
     "Gather": _gather,
+    "GatherElements": _gather_elements,
     "Flatten": _flatten,
     "Reshape": _reshape,
     "Transpose": _transpose,

@@ -89,3 +89,14 @@ func.func @images(%x: tensor<1x8x2x3xf32>) -> (tensor<1x2x4x6xf32>, tensor<1x8x2
   %3 = relay.image.resize2d %x {size = array<i64: 3, 5>, scale = array<f64: 1.5, 1.6>} : (tensor<1x8x2x3xf32>) -> tensor<1x8x3x5xf32>
   func.return %0, %1, %2, %3 : tensor<1x2x4x6xf32>, tensor<1x8x2x3xf32>, tensor<1x8x4x6xf32>, tensor<1x8x3x5xf32>
 }
+
+// CHECK-LABEL: func.func @gather(
+// CHECK-NEXT:    %0 = relay.gather %d, %ids {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
+// CHECK-NEXT:    %1 = relay.gather %d, %ids32 : (tensor<3x4xf32>, tensor<5x4xi32>) -> tensor<5x4xf32>
+// GENERIC-LABEL: sym_name = "gather"
+// GENERIC:       "relay.gather"(%d, %ids32) <{axis = 0 : i64}> : (tensor<3x4xf32>, tensor<5x4xi32>) -> tensor<5x4xf32>
+func.func @gather(%d: tensor<3x4xf32>, %ids: tensor<3x2xi64>, %ids32: tensor<5x4xi32>) -> (tensor<3x2xf32>, tensor<5x4xf32>) {
+  %0 = relay.gather %d, %ids {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
+  %1 = relay.gather %d, %ids32 {axis = 0 : i64} : (tensor<3x4xf32>, tensor<5x4xi32>) -> tensor<5x4xf32>
+  func.return %0, %1 : tensor<3x2xf32>, tensor<5x4xf32>
+}

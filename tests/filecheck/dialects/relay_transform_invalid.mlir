@@ -55,3 +55,19 @@ func.func @main(%a: tensor<3xi4>) -> tensor<3xi4> {
   func.return %0 : tensor<3xi4>
 }
 // CHECK: relay_transform_invalid.mlir:54:3: error: 'relay.transpose': data must have a float, integer or i1 element type, got i4
+
+// -----
+
+func.func @main(%d: tensor<3x4xf32>, %i: tensor<4x2xi64>) -> tensor<4x2xf32> {
+  %0 = relay.gather %d, %i {axis = 1 : i64} : (tensor<3x4xf32>, tensor<4x2xi64>) -> tensor<4x2xf32>
+  func.return %0 : tensor<4x2xf32>
+}
+// CHECK: relay_transform_invalid.mlir:62:3: error: 'relay.gather': indices have 4 elements along axis 0 but data has 3
+
+// -----
+
+func.func @main(%d: tensor<3x4xf32>, %i: tensor<3x2xf32>) -> tensor<3x2xf32> {
+  %0 = relay.gather %d, %i {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  func.return %0 : tensor<3x2xf32>
+}
+// CHECK: relay_transform_invalid.mlir:70:3: error: 'relay.gather': indices must have element type i32 or i64, got f32

@@ -229,3 +229,28 @@ func.func @resize_nearest(%x: tensor<1x1x2x3xf32>) -> tensor<1x1x4x6xf32> {
 // CHECK-NEXT:         memref.store %[[V]], %out0[%c0, %c0, %i2, %x0] : memref<1x1x4x6xf32>
 // CHECK:          memref.dealloc %y_index : memref<4x1xi64>
 // CHECK-NEXT:     memref.dealloc %x_index : memref<6x1xi64>
+
+// gather along axis 1: one nest over the indices; each index normalised as
+// take's "fast" mode (negative from the end, out of range sets the status and
+// reads element 0) and used in place of the axis' induction variable.
+func.func @gather(%d: tensor<3x4xf32>, %ids: tensor<2x3xi32>) -> tensor<2x3xf32> {
+  %0 = relay.gather %d, %ids {axis = 1 : i64} : (tensor<3x4xf32>, tensor<2x3xi32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// CHECK-LABEL:  func.func @gather(%d: memref<3x4xf32>, %ids: memref<2x3xi32>, %out0: memref<2x3xf32>) -> i32 {
+// CHECK:          scf.for %i0 = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       scf.for %i1 = %c0 to %c3 step %c1 {
+// CHECK-NEXT:         %[[RAW:.*]] = memref.load %ids[%i0, %i1] : memref<2x3xi32>
+// CHECK-NEXT:         %[[IDX:.*]] = arith.index_cast %[[RAW]] : i32 to index
+// CHECK:              %[[BAD:.*]] = arith.cmpi uge, %{{.*}}, %c4 : index
+// CHECK-NEXT:         scf.if %[[BAD]] {
+// CHECK-NEXT:           memref.store %c1_i32, %status[] : memref<i32>
+// CHECK-NEXT:         }
+// CHECK-NEXT:         %[[COL:.*]] = arith.select %[[BAD]], %c0, %{{.*}} : index
+// CHECK-NEXT:         %[[V:.*]] = memref.load %d[%i0, %[[COL]]] : memref<3x4xf32>
+// CHECK-NEXT:         memref.store %[[V]], %out0[%i0, %i1] : memref<2x3xf32>
+// CHECK:          %[[S:.*]] = memref.load %status[] : memref<i32>
+// CHECK-NEXT:     func.return %[[S]] : i32
+
+// C-LABEL: int32_t gather(const float* restrict v0, const int32_t* restrict v1, float* restrict v2) {
