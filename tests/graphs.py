@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 
+import byoc
 from byoc.dialects import relay
 
 UNARY = {op.name: op for op in relay.UNARY_OPS}
@@ -154,3 +155,14 @@ def check_against_reference(
 def host_ir(model) -> str:
     """The partitioned @main (everything before the outlined functions)."""
     return model.partitioned_ir.split("func.func private")[0]
+
+
+def check_against_reference(
+    model: byoc.CompiledModule, module: ModuleOp, inputs: list[np.ndarray], rtol: float, atol: float
+) -> None:
+    """`model(*inputs)` (a CompiledModule of `module`) matches the reference."""
+    got = model(*inputs)
+    got = list(got) if isinstance(got, tuple) else [got]
+    want = byoc.run_reference(module, inputs)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)

@@ -17,7 +17,7 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 import byoc
-from graphs import build
+from graphs import build, check_against_reference
 from byoc.dialects import relay
 from byoc.runtime import libbyoc
 
@@ -79,11 +79,7 @@ def dense_graph(denses: Sequence[tuple], seed: int = 0) -> tuple[ModuleOp, list[
 
 
 def check(model: byoc.CompiledModule, module: ModuleOp, inputs: list[np.ndarray]) -> None:
-    got = model(*inputs)
-    got = list(got) if isinstance(got, tuple) else [got]
-    want = byoc.run_reference(module, inputs)
-    for g, w in zip(got, want, strict=True):
-        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL)
+    check_against_reference(model, module, inputs, RTOL, ATOL)
 
 
 @pytest.fixture(scope="module")
