@@ -157,7 +157,7 @@ def host_ir(model) -> str:
     return model.partitioned_ir.split("func.func private")[0]
 
 
-def check_against_reference(
+def model_matches_reference(
     model: byoc.CompiledModule, module: ModuleOp, inputs: list[np.ndarray], rtol: float, atol: float
 ) -> None:
     """`model(*inputs)` (a CompiledModule of `module`) matches the reference."""

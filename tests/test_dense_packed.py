@@ -17,7 +17,7 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 import byoc
-from graphs import build, check_against_reference
+from graphs import build, model_matches_reference
 from byoc.dialects import relay
 from byoc.runtime import libbyoc
 
@@ -79,7 +79,7 @@ def dense_graph(denses: Sequence[tuple], seed: int = 0) -> tuple[ModuleOp, list[
 
 
 def check(model: byoc.CompiledModule, module: ModuleOp, inputs: list[np.ndarray]) -> None:
-    check_against_reference(model, module, inputs, RTOL, ATOL)
+    model_matches_reference(model, module, inputs, RTOL, ATOL)
 
 
 @pytest.fixture(scope="module")

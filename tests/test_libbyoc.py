@@ -23,7 +23,7 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 import byoc
-from graphs import build, check_against_reference
+from graphs import build, model_matches_reference
 from byoc.backends import cblas
 from byoc.dialects import relay
 from byoc.runtime import libbyoc
@@ -93,7 +93,7 @@ def conv_graph(convs: Sequence[tuple], seed: int = 0) -> tuple[ModuleOp, list[np
 
 
 def check(model: byoc.CompiledModule, module: ModuleOp, inputs: list[np.ndarray]) -> None:
-    check_against_reference(model, module, inputs, RTOL, ATOL)
+    model_matches_reference(model, module, inputs, RTOL, ATOL)
 
 
 def legal(layout: str, conv: tuple) -> bool:
