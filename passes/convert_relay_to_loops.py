@@ -104,13 +104,13 @@ def _arithmetic(float_op: type[Operation], integer_op: type[Operation]) -> Scala
 
 # arith.cmpf predicates (ordered, but `une`: numpy's != is true on NaN) and
 # arith.cmpi's signed and unsigned ones, by relay comparison.
-_COMPARISONS: dict[type[Operation], tuple[int, int, int]] = {
-    relay.EqualOp: (1, 0, 0),  # oeq, eq, eq
-    relay.NotEqualOp: (13, 1, 1),  # une, ne, ne
-    relay.LessOp: (4, 2, 6),  # olt, slt, ult
-    relay.LessEqualOp: (5, 3, 7),  # ole, sle, ule
-    relay.GreaterOp: (2, 4, 8),  # ogt, sgt, ugt
-    relay.GreaterEqualOp: (3, 5, 9),  # oge, sge, uge
+_COMPARISONS: dict[type[Operation], tuple[str, int, int]] = {
+    relay.EqualOp: ("oeq", 0, 0),  # eq, eq
+    relay.NotEqualOp: ("une", 1, 1),  # ne, ne
+    relay.LessOp: ("olt", 2, 6),  # slt, ult
+    relay.LessEqualOp: ("ole", 3, 7),  # sle, ule
+    relay.GreaterOp: ("ogt", 4, 8),  # sgt, ugt
+    relay.GreaterEqualOp: ("oge", 5, 9),  # sge, uge
 }
 
 
@@ -118,10 +118,6 @@ def _comparison(op_type: type[Operation]) -> ScalarBuilder:
     """A relay comparison: `arith.cmpf` on floats, `arith.cmpi` on integers
     (unsigned order for unsigned types and i1, where false < true)."""
     on_floats, signed, unsigned = _COMPARISONS[op_type]
-    float_predicate = {
-        "predicate": IntegerAttr(on_floats, i64),
-        "fastmath": arith.FastMathFlagsAttr("none"),
-    }
     signed_predicate = {"predicate": IntegerAttr(signed, i64)}
     unsigned_predicate = {"predicate": IntegerAttr(unsigned, i64)}
 
@@ -129,7 +125,7 @@ def _comparison(op_type: type[Operation]) -> ScalarBuilder:
         x, y = args
         typ = x.type
         if not isinstance(typ, IntegerType):
-            return b.scalar(arith.CmpfOp, x, y, result_type=i1, properties=float_predicate)
+            return compare_floats(b, on_floats, x, y)
         is_unsigned = typ.width.data == 1 or typ.signedness.data == Signedness.UNSIGNED
         predicate = unsigned_predicate if is_unsigned else signed_predicate
         return b.scalar(arith.CmpiOp, x, y, result_type=i1, properties=predicate)

@@ -124,16 +124,24 @@ class BodyBuilder:
         return self.pool.get(value, INDEX)
 
 
-_CMPF_PREDICATES = {"ogt": IntegerAttr(2, i64), "olt": IntegerAttr(4, i64), "une": IntegerAttr(13, i64)}
+_CMPF_PREDICATES = {
+    name: IntegerAttr(code, i64)
+    for code, name in enumerate(
+        ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
+         "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true")
+    )
+}
+"""arith.cmpf's predicates by name, numbered as MLIR numbers them."""
 _NO_FASTMATH = arith.CmpfOp.create(
     properties={"predicate": _CMPF_PREDICATES["olt"], "fastmath": arith.FastMathFlagsAttr("none")}
 ).properties["fastmath"]
 
 
 def compare_floats(b: BodyBuilder, predicate: str, x: SSAValue, y: SSAValue) -> SSAValue:
-    """`arith.cmpf` with `predicate` `olt` or `ogt` (ordered: false if either
-    is NaN, so a select on it keeps a NaN input on its "else" side) or `une`
-    (true if either is NaN: `x une x` tests for NaN)."""
+    """`arith.cmpf` with `predicate` named as MLIR names it: ordered ones
+    (`olt`, `ogt`, ...) are false if either is NaN, so a select on them keeps a
+    NaN input on its "else" side; `une` and `uno` are true then (`x uno x`
+    tests for NaN)."""
     return b.scalar(
         arith.CmpfOp,
         x,

@@ -1191,11 +1191,8 @@ def _integer_extreme_into(
     store(inner, integer_max_min(inner, is_max, load(inner, out, at), value), out, at)
 
 
-_FLOAT_BETTER = {  # arith.cmpf: (strictly better, better or equal), by is_max
-    True: (IntegerAttr(2, i64), IntegerAttr(3, i64)),  # ogt, oge
-    False: (IntegerAttr(4, i64), IntegerAttr(5, i64)),  # olt, ole
-}
-_UNORDERED = IntegerAttr(14, i64)  # arith.cmpf uno: either is NaN
+_FLOAT_BETTER = {True: ("ogt", "oge"), False: ("olt", "ole")}
+"""arith.cmpf predicates (strictly better, better or equal), by is_max."""
 _INTEGER_BETTER = {  # arith.cmpi: (signed, unsigned) x (strict, or equal), by is_max
     True: ((IntegerAttr(4, i64), IntegerAttr(5, i64)), (IntegerAttr(8, i64), IntegerAttr(9, i64))),
     False: ((IntegerAttr(2, i64), IntegerAttr(3, i64)), (IntegerAttr(6, i64), IntegerAttr(7, i64))),
@@ -1213,15 +1210,11 @@ def _replaces(
         unsigned = typ.width.data == 1 or typ.signedness.data == Signedness.UNSIGNED
         predicate = _INTEGER_BETTER[is_max][unsigned][last]
         return b.scalar(arith.CmpiOp, value, best, result_type=i1, properties={"predicate": predicate})
-    fastmath = {"fastmath": arith.FastMathFlagsAttr("none")}
-
-    def cmpf(predicate: IntegerAttr, x: SSAValue, y: SSAValue) -> SSAValue:
-        return b.scalar(arith.CmpfOp, x, y, result_type=i1, properties={"predicate": predicate, **fastmath})
-
-    beyond = cmpf(_FLOAT_BETTER[is_max][last], value, best)
-    is_nan = cmpf(_UNORDERED, value, value)
+    beyond = compare_floats(b, _FLOAT_BETTER[is_max][last], value, best)
+    is_nan = compare_floats(b, "uno", value, value)
     if not last:
-        best_is_number = b.scalar(arith.XOrIOp, cmpf(_UNORDERED, best, best), b.constant(1, i1))
+        best_nan = compare_floats(b, "uno", best, best)
+        best_is_number = b.scalar(arith.XOrIOp, best_nan, b.constant(1, i1))
         is_nan = b.scalar(arith.AndIOp, is_nan, best_is_number)
     return b.scalar(arith.OrIOp, beyond, is_nan)
 
