@@ -39,6 +39,15 @@ UNARY_INTRINSICS: dict[type[Operation], Callable[[SSAValue], Operation]] = {
 LIBM_FUNCTIONS: dict[type[Operation], dict[AnyFloat, str]] = {
     math.TanhOp: {f32: "tanhf", f64: "tanh"},
     math.ErfOp: {f32: "erff", f64: "erf"},
+    math.TanOp: {f32: "tanf", f64: "tan"},
+    math.AsinOp: {f32: "asinf", f64: "asin"},
+    math.AcosOp: {f32: "acosf", f64: "acos"},
+    math.AtanOp: {f32: "atanf", f64: "atan"},
+    math.SinhOp: {f32: "sinhf", f64: "sinh"},
+    math.CoshOp: {f32: "coshf", f64: "cosh"},
+    math.AsinhOp: {f32: "asinhf", f64: "asinh"},
+    math.AcoshOp: {f32: "acoshf", f64: "acosh"},
+    math.AtanhOp: {f32: "atanhf", f64: "atanh"},
 }
 """Unary math ops computed by a libm function, by element type."""
 

@@ -54,6 +54,44 @@ def test_every_unary_op(name, targets):
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
 
 
+
+TRIGONOMETRIC = {
+    # name: (numpy, inputs inside the domain, edges where the result is +-inf or NaN)
+    "sin": (np.sin, (-7.0, 7.0), [np.inf, np.nan]),
+    "cos": (np.cos, (-7.0, 7.0), [-np.inf, np.nan]),
+    "tan": (np.tan, (-1.5, 1.5), [0.0, np.nan]),
+    "asin": (np.arcsin, (-1.0, 1.0), [1.5, -1.5]),
+    "acos": (np.arccos, (-1.0, 1.0), [1.5, -1.5]),
+    "atan": (np.arctan, (-50.0, 50.0), [np.inf, -np.inf]),
+    "sinh": (np.sinh, (-10.0, 10.0), [100.0, -100.0]),
+    "cosh": (np.cosh, (-10.0, 10.0), [100.0, -100.0]),
+    "asinh": (np.arcsinh, (-50.0, 50.0), [np.inf, -np.inf]),
+    "acosh": (np.arccosh, (1.0, 50.0), [0.5, np.inf]),
+    "atanh": (np.arctanh, (-0.99, 0.99), [1.0, -1.0]),
+}
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64", "f16"])
+@pytest.mark.parametrize("name", sorted(TRIGONOMETRIC))
+def test_trigonometric_ops_against_numpy(name, dtype):
+    fn, (low, high), edges = TRIGONOMETRIC[name]
+    np_type = {"f32": np.float32, "f64": np.float64, "f16": np.float16}[dtype]
+    x = np.concatenate([np.linspace(low, high, 30), edges]).astype(np_type)
+    t = f"tensor<{x.size}x{dtype}>"
+    text = (
+        f"func.func @main(%x: {t}) -> {t} {{\n"
+        f"  %0 = relay.{name} %x : ({t}) -> {t}\n"
+        f"  func.return %0 : {t}\n}}\n"
+    )
+    with np.errstate(all="ignore"):
+        want = fn(x.astype(np.float32) if dtype == "f16" else x).astype(np_type)
+    # ccompiler leaves libm's functions to the host; the partition must still run.
+    for targets in ([], ["ccompiler"]):
+        got = byoc.compile(text, targets=targets)(x)
+        assert got.dtype == np_type
+        rtol = {"f32": 2e-6, "f64": 1e-12, "f16": 1e-3}[dtype]
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+
 BROADCAST_SHAPES = [
     ((10, 10), (10, 10)),
     ((10, 10), (10,)),

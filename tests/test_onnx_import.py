@@ -117,6 +117,13 @@ for op in ("Erf", "Relu", "Sigmoid", "Tanh", "Exp", "Neg", "Abs", "Identity"):
     case(op.lower(), [N(op, ["x"], ["y"])], X234)
 for op in ("Sqrt", "Log"):
     case(op.lower(), [N(op, ["x"], ["y"])], {"x": random((2, 3, 4), positive=True)})
+for op in ("Sin", "Cos", "Tan", "Atan", "Sinh", "Cosh", "Asinh"):
+    case(op.lower(), [N(op, ["x"], ["y"])], X234)
+# The inverse functions inside their domains: [-1, 1], (-1, 1) and [1, inf).
+UNIT = {"x": np.tanh(random((2, 3, 4)))}
+for op in ("Asin", "Acos", "Atanh"):
+    case(op.lower(), [N(op, ["x"], ["y"])], UNIT)
+case("acosh", [N("Acosh", ["x"], ["y"])], {"x": random((2, 3, 4), positive=True) + np.float32(1)})
 for op in ("Add", "Sub", "Mul", "Div", "Max", "Min"):
     case(
         f"{op.lower()}-broadcast",

@@ -180,6 +180,18 @@ def _softplus(v: float) -> float:
     return math.log1p(math.exp(v)) if v < 30 else v + math.log1p(math.exp(-v))
 
 
+def _in_domain(fn: Callable[[float], float]) -> Callable[[float], float]:
+    """`fn` where Python's math defines it, NaN outside its domain (asin(2))."""
+
+    def apply(v: float) -> float:
+        try:
+            return fn(v)
+        except ValueError:
+            return math.nan
+
+    return apply
+
+
 UNARY_MATH = {
     relay.ReluOp: scalar_math(lambda v: max(v, 0.0)),
     relay.TanhOp: scalar_math(math.tanh),
@@ -199,6 +211,19 @@ UNARY_MATH = {
     relay.SoftplusOp: scalar_math(_softplus),
     relay.SoftsignOp: scalar_math(lambda v: v / (1.0 + abs(v))),
     relay.HardSwishOp: scalar_math(lambda v: v * min(max(v / 6.0 + 0.5, 0.0), 1.0)),
+    relay.SinOp: scalar_math(_in_domain(math.sin)),  # NaN at +-inf
+    relay.CosOp: scalar_math(_in_domain(math.cos)),
+    relay.TanOp: scalar_math(_in_domain(math.tan)),
+    relay.AsinOp: scalar_math(_in_domain(math.asin)),
+    relay.AcosOp: scalar_math(_in_domain(math.acos)),
+    relay.AtanOp: scalar_math(math.atan),
+    relay.SinhOp: scalar_math(math.sinh),
+    relay.CoshOp: scalar_math(math.cosh),
+    relay.AsinhOp: scalar_math(math.asinh),
+    relay.AcoshOp: scalar_math(_in_domain(math.acosh)),
+    relay.AtanhOp: scalar_math(
+        lambda v: math.copysign(math.inf, v) if abs(v) == 1 else _in_domain(math.atanh)(v)
+    ),
 }
 
 

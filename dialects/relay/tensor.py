@@ -255,6 +255,83 @@ class ErfOp(ElementwiseUnaryOp):
     name = "relay.erf"
 
 
+@irdl_op_definition
+class SinOp(ElementwiseUnaryOp):
+    """Elementwise sine (radians)."""
+
+    name = "relay.sin"
+
+
+@irdl_op_definition
+class CosOp(ElementwiseUnaryOp):
+    """Elementwise cosine (radians)."""
+
+    name = "relay.cos"
+
+
+@irdl_op_definition
+class TanOp(ElementwiseUnaryOp):
+    """Elementwise tangent (radians)."""
+
+    name = "relay.tan"
+
+
+@irdl_op_definition
+class AsinOp(ElementwiseUnaryOp):
+    """Elementwise arcsine (NaN outside [-1, 1])."""
+
+    name = "relay.asin"
+
+
+@irdl_op_definition
+class AcosOp(ElementwiseUnaryOp):
+    """Elementwise arccosine (NaN outside [-1, 1])."""
+
+    name = "relay.acos"
+
+
+@irdl_op_definition
+class AtanOp(ElementwiseUnaryOp):
+    """Elementwise arctangent."""
+
+    name = "relay.atan"
+
+
+@irdl_op_definition
+class SinhOp(ElementwiseUnaryOp):
+    """Elementwise hyperbolic sine."""
+
+    name = "relay.sinh"
+
+
+@irdl_op_definition
+class CoshOp(ElementwiseUnaryOp):
+    """Elementwise hyperbolic cosine."""
+
+    name = "relay.cosh"
+
+
+@irdl_op_definition
+class AsinhOp(ElementwiseUnaryOp):
+    """Elementwise inverse hyperbolic sine."""
+
+    name = "relay.asinh"
+
+
+@irdl_op_definition
+class AcoshOp(ElementwiseUnaryOp):
+    """Elementwise inverse hyperbolic cosine (NaN below 1)."""
+
+    name = "relay.acosh"
+
+
+@irdl_op_definition
+class AtanhOp(ElementwiseUnaryOp):
+    """Elementwise inverse hyperbolic tangent (+-inf at +-1, NaN beyond)."""
+
+    name = "relay.atanh"
+
+
 def integer_clip_bounds(element: IntegerType, low: float, high: float) -> tuple[int, int]:
     """`relay.clip`'s float bounds on integer data of type `element`: rounded
     inward to integers, within the type's range."""

@@ -172,6 +172,37 @@ func.func @scalars(%a: memref<f32>, %out: memref<f32>, %n: memref<i32>) -> i32 {
 
 // -----
 
+// Trigonometric functions: sin and cos are LLVM intrinsics; the rest call libm
+// (the f suffix for f32, through f32 for f16, none for f64).
+// CHECK-DAG:   llvm.func @atanhf(f32) -> f32
+// CHECK-DAG:   llvm.func @acos(f64) -> f64
+// CHECK-DAG:   llvm.func @tanf(f32) -> f32
+// CHECK-LABEL: llvm.func @trig(
+// CHECK:         %[[S:.*]] = llvm.intr.sin(%{{.*}}) : (f32) -> f32
+// CHECK-NEXT:    %[[C:.*]] = llvm.intr.cos(%[[S]]) : (f32) -> f32
+// CHECK-NEXT:    %[[A:.*]] = llvm.call @atanhf(%[[C]]) : (f32) -> f32
+// CHECK:         %{{.*}} = llvm.call @acos(%{{.*}}) : (f64) -> f64
+// CHECK:         %[[W:.*]] = llvm.fpext %{{.*}} : f16 to f32
+// CHECK-NEXT:    %[[T:.*]] = llvm.call @tanf(%[[W]]) : (f32) -> f32
+// CHECK-NEXT:    %{{.*}} = llvm.fptrunc %[[T]] : f32 to f16
+func.func @trig(%a: memref<f32>, %b: memref<f64>, %h: memref<f16>) -> i32 {
+  %x = memref.load %a[] : memref<f32>
+  %s = math.sin %x : f32
+  %c = math.cos %s : f32
+  %t = math.atanh %c : f32
+  memref.store %t, %a[] : memref<f32>
+  %y = memref.load %b[] : memref<f64>
+  %ac = math.acos %y : f64
+  memref.store %ac, %b[] : memref<f64>
+  %z = memref.load %h[] : memref<f16>
+  %tz = math.tan %z : f16
+  memref.store %tz, %h[] : memref<f16>
+  %ok = arith.constant 0 : i32
+  func.return %ok : i32
+}
+
+// -----
+
 // A constant global becomes a flat llvm global; a private function with a body
 // gets internal linkage; calls stay direct.
 // CHECK:       llvm.mlir.global internal constant @w(dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00, 5.000000e+00, 6.000000e+00]> : tensor<6xf32>) {addr_space = 0 : i32, alignment = 64 : i64} : !llvm.array<6 x f32>
