@@ -124,6 +124,35 @@ UNIT = {"x": np.tanh(random((2, 3, 4)))}
 for op in ("Asin", "Acos", "Atanh"):
     case(op.lower(), [N(op, ["x"], ["y"])], UNIT)
 case("acosh", [N("Acosh", ["x"], ["y"])], {"x": random((2, 3, 4), positive=True) + np.float32(1)})
+SPECIAL = {"x": np.array([[0.0, -np.inf, np.inf, np.nan], [1e38, -2.5, 3.0, -0.0]], np.float32)}
+AS_FLOAT = N("Cast", ["b"], ["y"], to=TensorProto.FLOAT)  # the outputs are declared float
+case("isnan", [N("IsNaN", ["x"], ["b"]), AS_FLOAT], SPECIAL)
+case("isinf", [N("IsInf", ["x"], ["b"]), AS_FLOAT], SPECIAL)
+case("isinf-positive", [N("IsInf", ["x"], ["b"], detect_negative=0), AS_FLOAT], SPECIAL)
+case("isinf-negative", [N("IsInf", ["x"], ["b"], detect_positive=0), AS_FLOAT], SPECIAL)
+case(
+    "isinf-neither",
+    [N("IsInf", ["x"], ["b"], detect_positive=0, detect_negative=0), AS_FLOAT],
+    SPECIAL,
+)
+case("celu", [N("Celu", ["x"], ["y"])], X234)
+case("celu-alpha", [N("Celu", ["x"], ["y"], alpha=0.4)], X234)
+case("thresholdedrelu", [N("ThresholdedRelu", ["x"], ["y"], alpha=0.3)], X234)
+case("mish", [N("Mish", ["x"], ["y"])], {"x": random((2, 3, 4)) * np.float32(8)}, opset=22)
+for axis in (-1, 1, 0):
+    case(
+        f"rmsnormalization-axis{axis}",
+        [N("RMSNormalization", ["x", "g"], ["y"], axis=axis, epsilon=1e-3)],
+        X234,
+        initializers={"g": random((4,), seed=5) if axis == -1 else random((3, 4), seed=5)},
+        opset=23,
+    )
+case(
+    "rmsnormalization-scale-input",
+    [N("RMSNormalization", ["x", "g"], ["y"])],
+    {**X234, "g": random((4,), seed=7)},
+    opset=23,
+)
 for op in ("Add", "Sub", "Mul", "Div", "Max", "Min"):
     case(
         f"{op.lower()}-broadcast",

@@ -62,6 +62,59 @@ def _with_attrs(op_type: type[relay.ElementwiseUnaryOp], **defaults: float) -> C
     return convert
 
 
+def _float_input(node: Node) -> SSAValue:
+    data = node.value(0)
+    element = data.type.element_type  # type: ignore[attr-defined]
+    if not isinstance(element, AnyFloat):
+        raise node.error(f"its input must be a float tensor, got {element}")
+    return data
+
+
+def _is_nan(node: Node) -> SSAValue:
+    data = _float_input(node)
+    return node.emit(relay.NotEqualOp(data, data))  # only NaN differs from itself
+
+
+def _is_inf(node: Node) -> SSAValue:
+    data = _float_input(node)
+    signs = [
+        sign
+        for sign, attr in ((1.0, "detect_positive"), (-1.0, "detect_negative"))
+        if int(node.attr(attr, 1))
+    ]
+    if not signs:  # detecting neither: false everywhere (nothing exceeds +inf)
+        return node.emit(relay.GreaterOp(data, node.const_like(math.inf, data)))
+    found = [node.emit(relay.EqualOp(data, node.const_like(s * math.inf, data))) for s in signs]
+    return found[0] if len(found) == 1 else node.emit(relay.LogicalOrOp(*found))
+
+
+def _celu(node: Node) -> SSAValue:
+    """`x` above 0, else `alpha * (exp(x / alpha) - 1)`: alpha * elu(x / alpha)."""
+    data = _float_input(node)
+    alpha = float(node.attr("alpha", 1.0))
+    if alpha == 0:
+        raise node.error("alpha must not be 0")
+    scaled = node.emit(relay.DivideOp(data, node.const_like(alpha, data)))
+    negative = node.emit(
+        relay.MultiplyOp(node.emit(relay.EluOp(scaled, 1.0)), node.const_like(alpha, data))
+    )
+    positive = node.emit(relay.GreaterOp(data, node.const_like(0.0, data)))
+    return node.emit(relay.WhereOp(positive, data, negative))
+
+
+def _thresholded_relu(node: Node) -> SSAValue:
+    data = _float_input(node)
+    alpha = float(node.attr("alpha", 1.0))
+    above = node.emit(relay.GreaterOp(data, node.const_like(alpha, data)))
+    return node.emit(relay.WhereOp(above, data, node.const_like(0.0, data)))
+
+
+def _mish(node: Node) -> SSAValue:
+    data = _float_input(node)
+    soft = node.emit(relay.TanhOp(node.emit(relay.SoftplusOp(data))))
+    return node.emit(relay.MultiplyOp(data, soft))
+
+
 def _gelu(node: Node) -> SSAValue:
     approximate = node.attr("approximate", "none")
     if approximate not in relay.GELU_APPROXIMATIONS:
@@ -248,4 +301,9 @@ CONVERTERS: dict[str, Converter] = {
     "Or": _logical(relay.LogicalOrOp),
     "Xor": _logical(relay.LogicalXorOp),
     "Not": _not,
+    "IsNaN": _is_nan,
+    "IsInf": _is_inf,
+    "Celu": _celu,
+    "ThresholdedRelu": _thresholded_relu,
+    "Mish": _mish,
 }

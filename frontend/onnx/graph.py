@@ -23,7 +23,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import relay
-from byoc.dialects.relay.constant import element_type_of_dtype
+from byoc.dialects.relay.constant import element_type_of_dtype, numpy_dtype_of
 from byoc.frontend.diagnostics import ByocError
 from byoc.frontend.onnx.loader import (
     _dims,
@@ -160,6 +160,12 @@ class Node:
         if name:
             set_name(value, name)
         return value
+
+    def const_like(self, value: float, like: SSAValue) -> SSAValue:
+        """A scalar relay.constant of `like`'s element type (f16 and f64 data
+        stay in their type, where `const` is float32)."""
+        dtype = numpy_dtype_of(like.type.element_type)  # type: ignore[attr-defined]
+        return self.graph.emit(relay.ConstantOp.from_numpy(np.asarray(value, dtype)))
 
 
 def shape_of(value: SSAValue) -> Shape:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+from xdsl.dialects.builtin import f16, f32, f64
 from xdsl.ir import SSAValue
 
 from byoc.dialects import relay
@@ -679,6 +680,29 @@ def _layer_normalization(node: Node) -> SSAValue | list[SSAValue]:
     return [out, mean, inv_std_dev]
 
 
+def _rms_normalization(node: Node) -> SSAValue:
+    """`x / sqrt(mean(x^2 over axes axis..) + epsilon) * scale` (opset 23),
+    computed in float32 when stash_type asks for it and the data is narrower."""
+    data = node.value(0)
+    element = data.type.element_type  # type: ignore[attr-defined]
+    if element not in (f16, f32, f64):
+        raise node.error(f"input 0 must be a float tensor, got {element}")
+    stash_type = int(node.attr("stash_type", 1))
+    if stash_type != 1:
+        raise node.error(f"stash_type {stash_type} is not supported (1, float32, is)")
+    rank = len(shape_of(data))
+    axis = relay.normalize_axis(int(node.attr("axis", -1)), rank, "RMSNormalization")
+    axes = tuple(range(axis, rank))
+    x = node.emit(relay.CastOp(data, "float32")) if element == f16 else data
+    square_mean = node.emit(relay.MeanOp(node.emit(relay.MultiplyOp(x, x)), axes, keepdims=True))
+    epsilon = node.const_like(float(node.attr("epsilon", 1e-5)), x)
+    inv_rms = node.emit(relay.RsqrtOp(node.emit(relay.AddOp(square_mean, epsilon))))
+    normalized = node.emit(relay.MultiplyOp(x, inv_rms))
+    if element == f16:
+        normalized = node.emit(relay.CastOp(normalized, "float16"))
+    return node.emit(relay.MultiplyOp(normalized, node.value(1)))
+
+
 def _layer_norm(node: Node) -> SSAValue:
     """LayerNormalization's first output, the normalised data."""
     data = node.value(0)
@@ -791,6 +815,7 @@ CONVERTERS: dict[str, Converter] = {
     "MatMul": _matmul,
     "BatchNormalization": _batch_normalization,
     "LayerNormalization": _layer_normalization,
+    "RMSNormalization": _rms_normalization,
     "LRN": _lrn,
     "InstanceNormalization": _instance_normalization,
 }
