@@ -18,6 +18,12 @@ def _extern() -> Dialect:
     return Extern
 
 
+def _arith() -> Dialect:
+    from byoc.dialects.arith import Arith
+
+    return Arith
+
+
 def _emitc() -> Dialect:
     from byoc.dialects.emitc import EmitC
 
@@ -28,10 +34,12 @@ BYOC_DIALECTS: dict[str, Callable[[], Dialect]] = {
     "relay": _relay,
     "extern": _extern,
     "emitc": _emitc,
+    "arith": _arith,
 }
-"""byoc's own dialects by name; `emitc` replaces xDSL's one."""
+"""byoc's own dialects by name; `emitc` and `arith` replace xDSL's ones (arith
+adds `arith.remf`)."""
 
-UPSTREAM_DIALECTS = ("builtin", "func", "arith", "math", "scf", "memref", "cf", "llvm")
+UPSTREAM_DIALECTS = ("builtin", "func", "math", "scf", "memref", "cf", "llvm")
 """xDSL dialects the pipeline uses."""
 
 

@@ -1054,6 +1054,23 @@ class EmitC_BitwiseXorOp(_IntegralBinaryOperation):
 
 
 @irdl_op_definition
+class EmitC_BitwiseLeftShiftOp(_IntegralBinaryOperation):
+    """Left shift `a << b`: `%0 = emitc.bitwise_left_shift %a, %b : (ui32, ui32) -> ui32`
+    (undefined in C for a negative `a` or `b`, or `b` at least the width:
+    lowerings shift unsigned values by amounts in range)."""
+
+    name = "emitc.bitwise_left_shift"
+
+
+@irdl_op_definition
+class EmitC_BitwiseRightShiftOp(_IntegralBinaryOperation):
+    """Right shift `a >> b`: `%0 = emitc.bitwise_right_shift %a, %b : (i32, i32) -> i32`
+    (arithmetic for a negative signed `a` in GCC and Clang)."""
+
+    name = "emitc.bitwise_right_shift"
+
+
+@irdl_op_definition
 class EmitC_UnaryMinusOp(IRDLOperation):
     """Negation `-a`: `%0 = emitc.unary_minus %a : (f32) -> f32`."""
 
@@ -1428,6 +1445,8 @@ EmitC = Dialect(
         EmitC_BitwiseAndOp,
         EmitC_BitwiseOrOp,
         EmitC_BitwiseXorOp,
+        EmitC_BitwiseLeftShiftOp,
+        EmitC_BitwiseRightShiftOp,
         EmitC_CallOp,
         EmitC_CastOp,
         EmitC_CmpOp,

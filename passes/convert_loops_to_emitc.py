@@ -82,6 +82,8 @@ from byoc.dialects.emitc import (
     EmitC_BitwiseAndOp,
     EmitC_BitwiseOrOp,
     EmitC_BitwiseXorOp,
+    EmitC_BitwiseLeftShiftOp,
+    EmitC_BitwiseRightShiftOp,
     EmitC_CallOp,
     EmitC_CallOpaqueOp,
     EmitC_CastOp,
@@ -587,6 +589,31 @@ class UnsignedDivisionLowering(RewritePattern):
         rewriter.replace(op, (lhs, rhs, divide, back))
 
 
+class ShiftLowering(RewritePattern):
+    """Lowers `arith.shli`/`shrui`/`shrsi` to C shifts. The loop-level IR only
+    shifts by amounts below the width; a left shift or a logical right shift
+    runs on the operand as unsigned (of at least 32 bits: shifting a negative
+    signed value, or into the sign bit of the int C promotes to, is undefined),
+    an arithmetic one on the signed value (GCC and Clang shift it arithmetically)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, arith.ShLIOp | arith.ShRUIOp | arith.ShRSIOp):
+            return
+        t = convert_type(op.results[0].type, op)
+        assert isinstance(t, IntegerType)
+        lhs, rhs = op.operands
+        if isinstance(op, arith.ShRSIOp):
+            rewriter.replace(op, EmitC_BitwiseRightShiftOp(lhs, rhs, t))
+            return
+        wide = IntegerType(max(t.width.data, 32), Signedness.UNSIGNED)
+        casts = [EmitC_CastOp(lhs, wide), EmitC_CastOp(rhs, wide)]
+        operator = (
+            EmitC_BitwiseLeftShiftOp if isinstance(op, arith.ShLIOp) else EmitC_BitwiseRightShiftOp
+        )
+        shifted = operator(casts[0].dest, casts[1].dest, wide)
+        rewriter.replace(op, (*casts, shifted, EmitC_CastOp(shifted.results[0], t)))
+
+
 class NegfLowering(RewritePattern):
     """Lowers `arith.negf` to unary minus."""
 
@@ -958,6 +985,7 @@ def _lowering_patterns(
         BinaryLowering(),
         UnsignedDivisionLowering(),
         NegfLowering(),
+        ShiftLowering(),
         MinMaxLowering(),
         CmpiLowering(),
         CmpfLowering(),

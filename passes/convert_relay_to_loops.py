@@ -67,6 +67,7 @@ from byoc.passes.loop_nests import (
 )
 from byoc.passes.lower_nn import NN_LOWERINGS, integer_max_min
 from byoc.passes.lower_qnn import QNN_LOWERINGS
+from byoc.passes.remainders_and_shifts import remainder, shift
 from byoc.passes.lower_shapes import SHAPE_LOWERINGS, GlobalConstants, lower_constant
 from byoc.passes.lower_transform import TRANSFORM_LOWERINGS, cast_scalar, where_scalar
 from byoc.passes.vector_math import erf_of, exp_of
@@ -415,6 +416,10 @@ SCALAR_BUILDERS: dict[type[Operation], ScalarBuilder] = {
     relay.LogicalOrOp: _binary(arith.OrIOp),
     relay.LogicalXorOp: _binary(arith.XOrIOp),
     relay.LogicalNotOp: _logical_not,
+    relay.ModOp: remainder(floored=False),
+    relay.FloorModOp: remainder(floored=True),
+    relay.LeftShiftOp: shift(left=True),
+    relay.RightShiftOp: shift(left=False),
 }
 """Elementwise relay op class -> `(builder, scalar operands, element type) ->
 scalar result`, in operand order. Reusable wherever one element is computed

@@ -151,6 +151,22 @@ def compare_floats(b: BodyBuilder, predicate: str, x: SSAValue, y: SSAValue) -> 
     )
 
 
+_CMPI_PREDICATES = {
+    name: IntegerAttr(code, i64)
+    for code, name in enumerate(
+        ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+    )
+}
+"""arith.cmpi's predicates by name, numbered as MLIR numbers them."""
+
+
+def compare_integers(b: BodyBuilder, predicate: str, x: SSAValue, y: SSAValue) -> SSAValue:
+    """`arith.cmpi` with `predicate` named as MLIR names it (`slt`, `ult`, ...)."""
+    return b.scalar(
+        arith.CmpiOp, x, y, result_type=i1, properties={"predicate": _CMPI_PREDICATES[predicate]}
+    )
+
+
 def select(b: BodyBuilder, condition: SSAValue, x: SSAValue, y: SSAValue) -> SSAValue:
     """`arith.select condition, x, y`."""
     return b.scalar(arith.SelectOp, condition, x, y, result_type=x.type)

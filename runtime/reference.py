@@ -40,6 +40,46 @@ def _elementwise(fn: Callable[..., np.ndarray]) -> Kernel:
     return lambda op, args: fn(*args)
 
 
+def _safe_divisor(y: np.ndarray) -> np.ndarray:
+    """Integer divisors with 0 and -1 replaced by 1: a remainder by them is 0,
+    and numpy would warn (by 0) or trap (INT_MIN % -1)."""
+    risky = y == 0
+    if np.issubdtype(y.dtype, np.signedinteger):
+        risky |= y == -1
+    return np.where(risky, y.dtype.type(1), y)
+
+
+def _remainder(floored: bool) -> Kernel:
+    """relay.floor_mod (numpy's mod) or relay.mod (C's fmod and %)."""
+    fn = np.mod if floored else np.fmod
+
+    def kernel(op, args):
+        x, y = args
+        if np.issubdtype(x.dtype, np.integer):
+            return fn(x, _safe_divisor(y))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return fn(x, y)
+
+    return kernel
+
+
+def _shift(left: bool) -> Kernel:
+    """relay.left_shift / right_shift: amounts below 0 or at least the width
+    leave what the sign alone gives (-1 shifting a negative value right, else 0)."""
+
+    def kernel(op, args):
+        x, y = np.broadcast_arrays(*args)
+        width = x.dtype.itemsize * 8
+        in_range = (y >= 0) & (y < width)
+        if not left and np.issubdtype(x.dtype, np.signedinteger):
+            return np.right_shift(x, np.where(in_range, y, y.dtype.type(width - 1)))
+        amount = np.where(in_range, y, y.dtype.type(0))
+        shifted = np.left_shift(x, amount) if left else np.right_shift(x, amount)
+        return np.where(in_range, shifted, x.dtype.type(0))
+
+    return kernel
+
+
 def _wide(x: np.ndarray) -> np.ndarray:
     """`x` in float64 (or wider): accumulations in the reference round once, at the end."""
     return np.asarray(x, dtype=np.promote_types(x.dtype, np.float64))
@@ -766,6 +806,10 @@ REFERENCE: dict[str, Kernel] = {
     relay.LogicalOrOp.name: _elementwise(np.logical_or),
     relay.LogicalXorOp.name: _elementwise(np.logical_xor),
     relay.LogicalNotOp.name: _elementwise(np.logical_not),
+    relay.ModOp.name: _remainder(floored=False),
+    relay.FloorModOp.name: _remainder(floored=True),
+    relay.LeftShiftOp.name: _shift(left=True),
+    relay.RightShiftOp.name: _shift(left=False),
     relay.ArgmaxOp.name: _arg_extreme(True),
     relay.ArgminOp.name: _arg_extreme(False),
     relay.ConstantOp.name: _constant,

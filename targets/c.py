@@ -57,6 +57,8 @@ from byoc.dialects.emitc import (
     EmitC_BitwiseAndOp,
     EmitC_BitwiseOrOp,
     EmitC_BitwiseXorOp,
+    EmitC_BitwiseLeftShiftOp,
+    EmitC_BitwiseRightShiftOp,
     EmitC_CallOp,
     EmitC_CallOpaqueOp,
     EmitC_CastOp,
@@ -306,6 +308,8 @@ _BINARY_OPERATORS: dict[type[Operation], str] = {
     EmitC_BitwiseAndOp: "&",
     EmitC_BitwiseOrOp: "|",
     EmitC_BitwiseXorOp: "^",
+    EmitC_BitwiseLeftShiftOp: "<<",
+    EmitC_BitwiseRightShiftOp: ">>",
     EmitC_LogicalAndOp: "&&",
     EmitC_LogicalOrOp: "||",
 }
@@ -320,6 +324,8 @@ _WRAPPING_OPS = (
     EmitC_MulOp,
     EmitC_DivOp,
     EmitC_RemOp,
+    EmitC_BitwiseLeftShiftOp,
+    EmitC_BitwiseRightShiftOp,
     EmitC_UnaryMinusOp,
 )
 """Ops whose C result is an `int` (not yet wrapped) when their type is narrower."""

@@ -124,6 +124,30 @@ UNIT = {"x": np.tanh(random((2, 3, 4)))}
 for op in ("Asin", "Acos", "Atanh"):
     case(op.lower(), [N(op, ["x"], ["y"])], UNIT)
 case("acosh", [N("Acosh", ["x"], ["y"])], {"x": random((2, 3, 4), positive=True) + np.float32(1)})
+MOD_INPUTS = {"x": random((2, 3, 4)) * np.float32(10), "z": random((4,), seed=3) + np.float32(3)}
+case("mod-fmod", [N("Mod", ["x", "z"], ["y"], fmod=1)], MOD_INPUTS)
+for fmod in (0, 1):
+    case(
+        f"mod-integer-fmod{fmod}",
+        [
+            N("Cast", ["x"], ["xi"], to=TensorProto.INT32),
+            N("Cast", ["z"], ["zi"], to=TensorProto.INT32),
+            N("Mod", ["xi", "zi"], ["m"], fmod=fmod),
+            N("Cast", ["m"], ["y"], to=TensorProto.FLOAT),
+        ],
+        {"x": random((2, 3, 4)) * np.float32(20), "z": np.array([-3, 2, 5, -7], np.float32)},
+    )
+for direction in ("LEFT", "RIGHT"):
+    case(
+        f"bitshift-{direction.lower()}",
+        [
+            N("Cast", ["x"], ["xi"], to=TensorProto.UINT8),
+            N("Cast", ["z"], ["zi"], to=TensorProto.UINT8),
+            N("BitShift", ["xi", "zi"], ["s"], direction=direction),
+            N("Cast", ["s"], ["y"], to=TensorProto.FLOAT),
+        ],
+        {"x": np.abs(random((2, 3, 4))) * np.float32(60), "z": np.array([0, 1, 3, 7], np.float32)},
+    )
 SPECIAL = {"x": np.array([[0.0, -np.inf, np.inf, np.nan], [1e38, -2.5, 3.0, -0.0]], np.float32)}
 AS_FLOAT = N("Cast", ["b"], ["y"], to=TensorProto.FLOAT)  # the outputs are declared float
 case("isnan", [N("IsNaN", ["x"], ["b"]), AS_FLOAT], SPECIAL)

@@ -137,6 +137,11 @@ from byoc.dialects.relay.tensor import (
     LogicalOrOp,
     LogicalXorOp,
     NotEqualOp,
+    ModOp,
+    FloorModOp,
+    ShiftOp,
+    LeftShiftOp,
+    RightShiftOp,
     SELU_ALPHA,
     SELU_GAMMA,
     AbsOp,
@@ -306,6 +311,12 @@ LOGICAL_OPS: tuple[type[RelayOp], ...] = (
 )
 """Elementwise logic of i1 tensors (`LogicalNotOp` is unary)."""
 
+MODULO_OPS: tuple[type[ElementwiseBinaryOp], ...] = (ModOp, FloorModOp)
+"""Elementwise remainders of floats or integers, truncated or floored."""
+
+SHIFT_OPS: tuple[type[ShiftOp], ...] = (LeftShiftOp, RightShiftOp)
+"""Elementwise shifts of integers."""
+
 ELEMENTWISE_OPS: tuple[type[RelayOp], ...] = (
     *BINARY_OPS,
     *UNARY_OPS,
@@ -314,6 +325,8 @@ ELEMENTWISE_OPS: tuple[type[RelayOp], ...] = (
     BiasAddOp,
     *COMPARISON_OPS,
     *LOGICAL_OPS,
+    *MODULO_OPS,
+    *SHIFT_OPS,
 )
 """Ops where each output element depends on one element of each operand
 (`ClipOp` has attributes; `BiasAddOp` indexes its bias by one axis)."""
@@ -579,6 +592,13 @@ __all__ = [
     "transpose_output_shape",
     "COMPARISON_OPS",
     "LOGICAL_OPS",
+    "MODULO_OPS",
+    "SHIFT_OPS",
+    "ModOp",
+    "FloorModOp",
+    "ShiftOp",
+    "LeftShiftOp",
+    "RightShiftOp",
     "ComparisonOp",
     "EqualOp",
     "NotEqualOp",

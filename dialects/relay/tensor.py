@@ -34,6 +34,7 @@ from byoc.dialects.relay.base import (
     check_result,
     float_attr,
     integer_range,
+    is_integer_element,
     tensor_of,
 )
 
@@ -621,6 +622,60 @@ class GreaterEqualOp(ComparisonOp):
     """Elementwise `lhs >= rhs`."""
 
     name = "relay.greater_equal"
+
+
+@irdl_op_definition
+class ModOp(ElementwiseBinaryOp):
+    """Elementwise truncated remainder `lhs - trunc(lhs / rhs) * rhs`, of the
+    sign of `lhs` (C's `fmod` and `%`; ONNX's Mod with fmod=1). A float
+    remainder by 0 is NaN; an integer one is 0, as numpy's."""
+
+    INTEGER_DATA: ClassVar[bool] = True
+
+    name = "relay.mod"
+
+
+@irdl_op_definition
+class FloorModOp(ElementwiseBinaryOp):
+    """Elementwise floored remainder `lhs - floor(lhs / rhs) * rhs`, of the sign
+    of `rhs` (numpy's `mod`; ONNX's Mod with fmod=0): a zero result takes the
+    sign of `rhs`, by 0 it is NaN on floats and 0 on integers."""
+
+    INTEGER_DATA: ClassVar[bool] = True
+
+    name = "relay.floor_mod"
+
+
+class ShiftOp(ElementwiseBinaryOp, abc.ABC):
+    """Elementwise shift of integer `lhs` by `rhs` bits (same type, numpy
+    broadcasting). A shift by a negative amount or by the width or more leaves
+    only what the sign alone gives: -1 for a right shift of a negative signed
+    value, else 0 (ONNX's BitShift)."""
+
+    def operand_type(self, value: SSAValue, what: str) -> TensorType:
+        typ = any_tensor_of(value, self.name, what)
+        if not is_integer_element(typ.element_type):
+            raise VerifyException(
+                f"'{self.name}': {what} must have an integer element type, "
+                f"got {typ.element_type}"
+            )
+        return typ
+
+
+@irdl_op_definition
+class LeftShiftOp(ShiftOp):
+    """Elementwise `lhs << rhs`; bits shifted past the top (the sign bit
+    included) are dropped."""
+
+    name = "relay.left_shift"
+
+
+@irdl_op_definition
+class RightShiftOp(ShiftOp):
+    """Elementwise `lhs >> rhs`: arithmetic (sign-extending) for signed types,
+    logical for unsigned ones."""
+
+    name = "relay.right_shift"
 
 
 def _boolean(value: SSAValue | Attribute, op_name: str, what: str) -> TensorType:

@@ -228,6 +228,24 @@ def _arithmetic(op_type: type[relay.ElementwiseBinaryOp]) -> Converter:
     return convert
 
 
+def _mod(node: Node) -> SSAValue:
+    fmod = int(node.attr("fmod", 0))
+    if fmod not in (0, 1):
+        raise node.error(f"fmod must be 0 or 1, got {fmod}")
+    return _arithmetic(relay.ModOp if fmod else relay.FloorModOp)(node)
+
+
+def _bit_shift(node: Node) -> SSAValue:
+    direction = node.attr("direction", None)
+    ops = {"LEFT": relay.LeftShiftOp, "RIGHT": relay.RightShiftOp}
+    if direction not in ops:
+        raise node.error(f"direction must be \"LEFT\" or \"RIGHT\", got {direction!r}")
+    element = node.value(0).type.element_type  # type: ignore[attr-defined]
+    if not relay.is_integer_element(element):
+        raise node.error(f"BitShift of {element} tensors is not supported (integers are)")
+    return _same_types(ops[direction])(node)
+
+
 def _logical(op_type: type[relay.LogicalBinaryOp]) -> Converter:
     def convert(node: Node) -> SSAValue:
         for i in range(2):
@@ -301,6 +319,8 @@ CONVERTERS: dict[str, Converter] = {
     "Or": _logical(relay.LogicalOrOp),
     "Xor": _logical(relay.LogicalXorOp),
     "Not": _not,
+    "Mod": _mod,
+    "BitShift": _bit_shift,
     "IsNaN": _is_nan,
     "IsInf": _is_inf,
     "Celu": _celu,

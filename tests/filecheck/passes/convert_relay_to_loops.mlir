@@ -251,3 +251,37 @@ func.func @compare_and_logic(%a: tensor<4xi32>, %b: tensor<4xi32>, %u: tensor<4x
 // CHECK:          arith.cmpi ult, %{{.*}}, %{{.*}} : i1
 // CHECK:          arith.cmpf oeq, %{{.*}}, %{{.*}} : f32
 // CHECK-NEXT:     arith.xori %{{.*}}, %{{.*}} : i1
+
+// Remainders and shifts define a result for every operand, where LLVM and C
+// trap or are undefined: an integer divisor of 0 or -1 becomes 1 (x % 0 is 0,
+// INT_MIN % -1 never runs), a floored remainder moves by the divisor when its
+// sign differs; a shift amount out of [0, width) (one unsigned compare) gives
+// width - 1 to an arithmetic right shift and 0 to the others. arith.remf is
+// byoc's addition to xDSL's arith.
+func.func @remainders_and_shifts(%a: tensor<4xi32>, %b: tensor<4xi32>, %x: tensor<4xf32>, %y: tensor<4xf32>, %s: tensor<4xi8>, %n: tensor<4xi8>) -> (tensor<4xi32>, tensor<4xf32>, tensor<4xi8>, tensor<4xi8>) {
+  %0 = relay.floor_mod %a, %b : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  %1 = relay.mod %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %2 = relay.right_shift %s, %n : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  %3 = relay.left_shift %s, %n : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  func.return %0, %1, %2, %3 : tensor<4xi32>, tensor<4xf32>, tensor<4xi8>, tensor<4xi8>
+}
+
+// CHECK-LABEL:  func.func @remainders_and_shifts(
+// CHECK:          %[[A:.*]] = memref.load %a[
+// CHECK-NEXT:     %[[B:.*]] = memref.load %b[
+// CHECK-NEXT:     %[[Z:.*]] = arith.cmpi eq, %[[B]], %c0_i32 : i32
+// CHECK-NEXT:     %[[M:.*]] = arith.cmpi eq, %[[B]], %cm1_i32 : i32
+// CHECK-NEXT:     %[[RISKY:.*]] = arith.ori %[[Z]], %[[M]] : i1
+// CHECK-NEXT:     %[[D:.*]] = arith.select %[[RISKY]], %c1_i32, %[[B]] : i32
+// CHECK-NEXT:     %[[R:.*]] = arith.remsi %[[A]], %[[D]] : i32
+// CHECK:          %[[MOVED:.*]] = arith.addi %[[R]], %[[D]] {byoc.wraps} : i32
+// CHECK-NEXT:     %[[F:.*]] = arith.select %{{.*}}, %[[MOVED]], %[[R]] : i32
+// CHECK-NEXT:     memref.store %[[F]], %out0[
+// CHECK:          arith.remf %{{.*}}, %{{.*}} : f32
+// CHECK:          %[[IN:.*]] = arith.cmpi ult, %[[N:.*]], %c8_i8 : i8
+// CHECK-NEXT:     %[[AMOUNT:.*]] = arith.select %[[IN]], %[[N]], %c7_i8 : i8
+// CHECK-NEXT:     arith.shrsi %{{.*}}, %[[AMOUNT]] : i8
+// CHECK:          %[[IN2:.*]] = arith.cmpi ult, %[[N2:.*]], %c8_i8 : i8
+// CHECK-NEXT:     %[[AMOUNT2:.*]] = arith.select %[[IN2]], %[[N2]], %c0_i8 : i8
+// CHECK-NEXT:     %[[SHL:.*]] = arith.shli %{{.*}}, %[[AMOUNT2]] : i8
+// CHECK-NEXT:     arith.select %[[IN2]], %[[SHL]], %c0_i8 : i8
