@@ -32,11 +32,13 @@ from byoc.passes.loop_nests import (
     copy_nest,
     element_type_of,
     shape_of,
+    wrapping,
 )
 from byoc.passes.lower_nn import (
     Index,
     entry_alloca,
     fill,
+    for_range,
     index_add,
     index_max,
     index_min,
@@ -50,6 +52,8 @@ from byoc.passes.lower_nn import (
 from byoc.passes.lower_resize import lower_resize2d
 
 _SLT = IntegerAttr(2, i64)  # arith.cmpi predicates
+_SLE = IntegerAttr(3, i64)
+_SGE = IntegerAttr(5, i64)
 _UGE = IntegerAttr(9, i64)
 
 
@@ -186,6 +190,82 @@ def lower_gather(
     picked = normalized_index(inner, raw, data_shape[axis], "fast", status)
     store(inner, load(inner, data, [*ivs[:axis], picked, *ivs[axis + 1 :]]), out, ivs)
     return status.value(b)
+
+
+def lower_cumsum(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.cumsum`: for each position off the axis, the first sum is
+    the first element (0 when exclusive), each next one the previous sum (read
+    back from the output) plus the next element, in order along the axis or,
+    with `reverse`, against it (numpy's sequential order: bit for bit)."""
+    assert isinstance(op, relay.CumsumOp)
+    (data,), (out,) = operands, results
+    shape = shape_of(out)
+    if pymath.prod(shape) == 0:
+        return
+    attrs = op.attrs()
+    axis = relay.normalize_axis(int(attrs["axis"]), len(shape), op.name)
+    exclusive, reverse = bool(attrs["exclusive"]), bool(attrs["reverse"])
+    n = shape[axis]
+    typ = element_type_of(out)
+    integer = isinstance(typ, IntegerType)
+    body, ivs = nest(b, (*shape[:axis], *shape[axis + 1 :]))
+
+    def at(i: Index) -> list[Index]:
+        return [*ivs[:axis], i, *ivs[axis:]]
+
+    first = n - 1 if reverse else 0
+    start = body.constant(0, typ) if exclusive else load(body, data, at(first))
+    store(body, start, out, at(first))
+    if n == 1:
+        return
+    step, j = for_range(body, 1, n, "j")
+    current = index_sub(step, n - 1, j) if reverse else j
+    previous = index_add(step, current, 1 if reverse else -1)
+    element = load(step, data, at(previous if exclusive else current))
+    total = load(step, out, at(previous))
+    if integer:
+        total = wrapping(step, arith.AddiOp, total, element)
+    else:
+        total = step.scalar(arith.AddfOp, total, element)
+    store(step, total, out, at(current))
+
+
+def lower_trilu(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    """Lowers `relay.trilu`: one nest over the output; an element is copied
+    where `j - i` is on the kept side of `k`, else 0."""
+    assert isinstance(op, relay.TriluOp)
+    (data,), (out,) = operands, results
+    shape = shape_of(out)
+    if pymath.prod(shape) == 0:
+        return
+    attrs = op.attrs()
+    k, upper = int(attrs["k"]), bool(attrs["upper"])
+    inner, ivs = nest(b, shape)
+    row, column = ivs[-2], ivs[-1]
+    offset = index_sub(inner, column, row)  # j - i, a signed index
+    if isinstance(offset, int):
+        keep: SSAValue | bool = offset >= k if upper else offset <= k
+    else:
+        bound = value_of(inner, k)
+        keep = (
+            _cmpi(inner, _SGE, offset, bound) if upper else _cmpi(inner, _SLE, offset, bound)
+        )
+    typ = element_type_of(out)
+    zero = inner.constant(0.0 if isinstance(typ, AnyFloat) else 0, typ)
+    if isinstance(keep, bool):
+        store(inner, load(inner, data, ivs) if keep else zero, out, ivs)
+        return
+    store(inner, _select(inner, keep, load(inner, data, ivs), zero), out, ivs)
 
 
 # --- Conversion and selection: scalar builders -----------------------------------------
@@ -443,6 +523,8 @@ TransformLowering = Callable[
 TRANSFORM_LOWERINGS: dict[type[Operation], TransformLowering] = {
     relay.TakeOp: lower_take,
     relay.GatherOp: lower_gather,
+    relay.CumsumOp: lower_cumsum,
+    relay.TriluOp: lower_trilu,
     relay.StridedSliceOp: lower_strided_slice,
     relay.TileOp: lower_tile,
     relay.BroadcastToOp: lower_broadcast_to,

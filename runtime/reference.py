@@ -80,6 +80,27 @@ def _shift(left: bool) -> Kernel:
     return kernel
 
 
+def _cumsum(op, args):
+    (x,) = args
+    attrs = op.attrs()
+    axis = relay.normalize_axis(int(attrs["axis"]), x.ndim, op.name)
+    if attrs["reverse"]:
+        x = np.flip(x, axis)
+    sums = np.cumsum(x, axis=axis, dtype=x.dtype)  # in order, in the data's type
+    if attrs["exclusive"]:
+        sums = np.concatenate(
+            [np.zeros_like(np.take(sums, [0], axis)), np.take(sums, range(x.shape[axis] - 1), axis)],
+            axis,
+        )
+    return np.flip(sums, axis) if attrs["reverse"] else sums
+
+
+def _trilu(op, args):
+    attrs = op.attrs()
+    keep = np.triu if attrs["upper"] else np.tril
+    return keep(args[0], int(attrs["k"]))
+
+
 def _wide(x: np.ndarray) -> np.ndarray:
     """`x` in float64 (or wider): accumulations in the reference round once, at the end."""
     return np.asarray(x, dtype=np.promote_types(x.dtype, np.float64))
@@ -806,6 +827,8 @@ REFERENCE: dict[str, Kernel] = {
     relay.LogicalOrOp.name: _elementwise(np.logical_or),
     relay.LogicalXorOp.name: _elementwise(np.logical_xor),
     relay.LogicalNotOp.name: _elementwise(np.logical_not),
+    relay.CumsumOp.name: _cumsum,
+    relay.TriluOp.name: _trilu,
     relay.ModOp.name: _remainder(floored=False),
     relay.FloorModOp.name: _remainder(floored=True),
     relay.LeftShiftOp.name: _shift(left=True),

@@ -148,6 +148,20 @@ for direction in ("LEFT", "RIGHT"):
         ],
         {"x": np.abs(random((2, 3, 4))) * np.float32(60), "z": np.array([0, 1, 3, 7], np.float32)},
     )
+case(
+    "cumsum-exclusive-reverse",
+    [N("CumSum", ["x", "axis"], ["y"], exclusive=1, reverse=1)],
+    X234,
+    initializers={"axis": np.array(-2, np.int64)},
+)
+case("cumsum", [N("CumSum", ["x", "axis"], ["y"])], X234, initializers={"axis": np.array([0], np.int32)})
+case("trilu", [N("Trilu", ["x"], ["y"])], X234)
+case(
+    "trilu-lower-k",
+    [N("Trilu", ["x", "k"], ["y"], upper=0)],
+    X234,
+    initializers={"k": np.array(-1, np.int64)},
+)
 SPECIAL = {"x": np.array([[0.0, -np.inf, np.inf, np.nan], [1e38, -2.5, 3.0, -0.0]], np.float32)}
 AS_FLOAT = N("Cast", ["b"], ["y"], to=TensorProto.FLOAT)  # the outputs are declared float
 case("isnan", [N("IsNaN", ["x"], ["b"]), AS_FLOAT], SPECIAL)

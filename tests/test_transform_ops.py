@@ -93,6 +93,16 @@ CASES = [
         want=lambda x, i: np.take_along_axis(x[:3], i % x.shape[1], 1)),
     one("gather-axis-0-int32-ids", [I[0], np.array([[1, -1], [0, 2]], np.int32)], "relay.gather", "",
         want=lambda x, i: np.take_along_axis(x[:, :2], i % x.shape[0], 0)),
+    # cumsum
+    one("cumsum-axis-1", [X[0]], "relay.cumsum", "{axis = 1 : i64}", want=lambda x: np.cumsum(x, 1, dtype=x.dtype)),
+    one("cumsum-exclusive-reverse", [I], "relay.cumsum", "{axis = -1 : i64, exclusive = true, reverse = true}",
+        want=lambda x: np.flip(np.cumsum(np.flip(x, -1), -1), -1) - x),
+    one("cumsum-int8-wraps", [np.array([100, 100, -100, 27], np.int8)], "relay.cumsum", "",
+        want=lambda x: np.cumsum(x, dtype=np.int8)),
+    # trilu
+    one("trilu-upper", [X[0]], "relay.trilu", "{k = 1 : i64}", want=lambda x: np.triu(x, 1)),
+    one("trilu-lower-negative-k", [I], "relay.trilu", "{k = -1 : i64, upper = false}", want=lambda x: np.tril(x, -1)),
+    one("trilu-bool-past-the-corner", [X[0, 0] > 0], "relay.trilu", "{k = 9 : i64}", want=lambda x: np.triu(x, 9)),
     one("tile", [X[0, :2, :3, 0]], "relay.tile", "{reps = array<i64: 3, 2>}", want=lambda x: np.tile(x, (3, 2))),
     one("tile-more-reps", [I[0, 0]], "relay.tile", "{reps = array<i64: 2, 1, 3>}", want=lambda x: np.tile(x, (2, 1, 3))),
     # broadcast_to
@@ -240,6 +250,8 @@ def test_compiled_matches_the_reference(reference, targets) -> None:
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
+        ("%b = relay.greater %a, %a : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>\n  %r = relay.cumsum %b : (tensor<3xi1>) -> tensor<3xi1>", "data must have a float or integer element type, got i1"),
+        ("%r = relay.trilu %a : (tensor<3xf32>) -> tensor<3xf32>", "data must have rank 2 or more, got 1"),
         ("%r = relay.strided_slice %a {begin = array<i64: 0>, end = array<i64: 1>, strides = array<i64: 0>} : (tensor<3xf32>) -> tensor<1xf32>", "strides [0] has a 0"),
         ("%r = relay.tile %a {reps = array<i64: -1>} : (tensor<3xf32>) -> tensor<3xf32>", "reps [-1] must be non-negative"),
         ("%r = relay.broadcast_to %a {shape = array<i64: 2>} : (tensor<3xf32>) -> tensor<2xf32>", "cannot broadcast [3] to [2]"),
@@ -251,7 +263,7 @@ def test_compiled_matches_the_reference(reference, targets) -> None:
         ("%k = relay.constant dense<0> : tensor<4xi64>\n  %r = relay.gather %a, %k {axis = 1 : i64} : (tensor<3xf32>, tensor<4xi64>) -> tensor<4xf32>", "axis 1 is out of range for rank 1"),
         ("%k = relay.constant dense<0> : tensor<1x1xi64>\n  %r = relay.gather %a, %k : (tensor<3xf32>, tensor<1x1xi64>) -> tensor<1x1xf32>", "indices have rank 2 but data has rank 1"),
     ],
-    ids=["slice-step-0", "tile-negative", "broadcast", "reflect", "pad-width", "where-condition", "cast-dtype", "resize-rank", "gather-axis", "gather-rank"],
+    ids=["cumsum-bool", "trilu-rank", "slice-step-0", "tile-negative", "broadcast", "reflect", "pad-width", "where-condition", "cast-dtype", "resize-rank", "gather-axis", "gather-rank"],
 )
 def test_verifiers_say_what_is_wrong(text: str, needle: str) -> None:
     result = text.rsplit("-> ", 1)[1]

@@ -201,6 +201,8 @@ from byoc.dialects.relay.image import (
 )
 from byoc.dialects.relay.transform import (
     GatherOp,
+    CumsumOp,
+    TriluOp,
     gather_output_shape,
     CAST_DTYPES,
     BatchFlattenOp,
@@ -366,6 +368,8 @@ SHAPE_OPS: tuple[type[InferredOp], ...] = (
 TRANSFORM_OPS: tuple[type[InferredOp], ...] = (
     TakeOp,
     GatherOp,
+    CumsumOp,
+    TriluOp,
     StridedSliceOp,
     TileOp,
     BroadcastToOp,
@@ -375,7 +379,7 @@ TRANSFORM_OPS: tuple[type[InferredOp], ...] = (
     DepthToSpaceOp,
     SpaceToDepthOp,
 )
-"""The other data-movement ops of TVM's relay/op/transform (take, gather,
+"""The other data-movement ops of TVM's relay/op/transform (take, gather, cumsum, trilu,
 strided_slice, tile, broadcast_to, nn.pad, where, cast, nn.depth_to_space,
 nn.space_to_depth): they index, pad, broadcast, select or convert as well as
 copy. Like SHAPE_OPS they take tensors of any element type."""
@@ -616,5 +620,7 @@ __all__ = [
     "ArgminOp",
     "ArgReduceOp",
     "GatherOp",
+    "CumsumOp",
+    "TriluOp",
     "gather_output_shape",
 ]

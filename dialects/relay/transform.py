@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
     I64,
+    BoolAttr,
     DenseArrayBase,
     FloatAttr,
     Float32Type,
@@ -43,6 +44,7 @@ from byoc.dialects.relay.base import (
     _string_attr,
     _tensors,
     any_tensor_of,
+    bool_attr,
     broadcast_shapes,
     float_attr,
     i64_array,
@@ -559,6 +561,85 @@ class GatherOp(InferredOp):
             data.get_shape(), indices.get_shape(), attrs["axis"], cls.name
         )
         return TensorType(data.element_type, shape)
+
+
+@irdl_op_definition
+class CumsumOp(InferredOp):
+    """Running sums of `data` along `axis` (TVM's `relay.cumsum`, ONNX's
+    CumSum): `out[.., i, ..] = sum(data[.., :i+1, ..])`, added in order from
+    the first element; `exclusive` leaves the element itself out (`[:i]`, 0
+    first), `reverse` sums from the last element (byoc's addition, ONNX's).
+    Floats, or integers whose sums wrap."""
+
+    name = "relay.cumsum"
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64], default_value=i64_attr(0))
+    exclusive = prop_def(BoolAttr, default_value=bool_attr(False))
+    reverse = prop_def(BoolAttr, default_value=bool_attr(False))
+
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        data: SSAValue,
+        axis: int = 0,
+        exclusive: bool = False,
+        reverse: bool = False,
+        result_type: Attribute | None = None,
+    ):
+        self._build(
+            [data],
+            {
+                "axis": i64_attr(axis),
+                "exclusive": bool_attr(exclusive),
+                "reverse": bool_attr(reverse),
+            },
+            result_type,
+        )
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        (data,) = _tensors(cls.name, [("data", operand_types[0])], integers=True)
+        shape = data.get_shape()
+        if not shape:
+            raise _error(cls.name, "data must have at least one dimension")
+        normalize_axis(attrs["axis"], len(shape), cls.name)
+        return data
+
+
+@irdl_op_definition
+class TriluOp(InferredOp):
+    """The upper (`upper`, the default) or lower triangle of the matrices in
+    the last two dimensions of `data`, everything else 0 (TVM's `relay.trilu`,
+    ONNX's Trilu, with `k` an attribute): element `[.., i, j]` is kept where
+    `j - i >= k` (upper) or `j - i <= k` (lower)."""
+
+    name = "relay.trilu"
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    k = prop_def(IntegerAttr[I64], default_value=i64_attr(0))
+    upper = prop_def(BoolAttr, default_value=bool_attr(True))
+
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        data: SSAValue,
+        k: int = 0,
+        upper: bool = True,
+        result_type: Attribute | None = None,
+    ):
+        self._build([data], {"k": i64_attr(k), "upper": bool_attr(upper)}, result_type)
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data = any_tensor_of(operand_types[0], cls.name, "data")
+        if len(data.get_shape()) < 2:
+            raise _error(cls.name, f"data must have rank 2 or more, got {len(data.get_shape())}")
+        return data
 
 
 # --- Slicing, tiling, broadcasting ------------------------------------------------------

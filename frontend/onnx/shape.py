@@ -192,6 +192,34 @@ def _constant_ints(node: Node, i: int, what: str) -> list[int]:
     return [int(v) for v in np.asarray(node.constant(i, what)).reshape(-1)]
 
 
+def _one_int(node: Node, i: int, what: str) -> int:
+    values = _constant_ints(node, i, what)
+    if len(values) != 1:
+        raise node.error(f"input {i} ({what}) must hold one integer, got {len(values)}")
+    return values[0]
+
+
+def _cumsum(node: Node) -> SSAValue:
+    data = node.value(0)
+    rank = len(shape_of(data))
+    if rank == 0:
+        raise node.error("input 0 must have at least one dimension")
+    axis = relay.normalize_axis(_one_int(node, 1, "axis"), rank, "CumSum")
+    return node.emit(
+        relay.CumsumOp(
+            data,
+            axis=axis,
+            exclusive=bool(int(node.attr("exclusive", 0))),
+            reverse=bool(int(node.attr("reverse", 0))),
+        )
+    )
+
+
+def _trilu(node: Node) -> SSAValue:
+    k = _one_int(node, 1, "k") if node.has(1) else 0
+    return node.emit(relay.TriluOp(node.value(0), k=k, upper=bool(int(node.attr("upper", 1)))))
+
+
 def _slice(node: Node) -> SSAValue:
     data = node.value(0)
     rank = len(shape_of(data))
@@ -475,6 +503,8 @@ CONVERTERS: dict[str, Converter] = {
     "Upsample": _resize,
     "Gather": _gather,
     "GatherElements": _gather_elements,
+    "CumSum": _cumsum,
+    "Trilu": _trilu,
     "Flatten": _flatten,
     "Reshape": _reshape,
     "Transpose": _transpose,

@@ -254,3 +254,29 @@ func.func @gather(%d: tensor<3x4xf32>, %ids: tensor<2x3xi32>) -> tensor<2x3xf32>
 // CHECK-NEXT:     func.return %[[S]] : i32
 
 // C-LABEL: int32_t gather(const float* restrict v0, const int32_t* restrict v1, float* restrict v2) {
+
+// cumsum: the first sum stored (0 when exclusive), then each next one the
+// previous sum read back plus the next element, walking the axis backwards
+// with reverse. trilu: one nest, j - i compared with k (signed), else 0.
+func.func @scan_and_triangle(%a: tensor<2x5xf32>, %m: tensor<3x4xi32>) -> (tensor<2x5xf32>, tensor<3x4xi32>) {
+  %0 = relay.cumsum %a {axis = 1 : i64, exclusive = true, reverse = true} : (tensor<2x5xf32>) -> tensor<2x5xf32>
+  %1 = relay.trilu %m {k = -1 : i64, upper = false} : (tensor<3x4xi32>) -> tensor<3x4xi32>
+  func.return %0, %1 : tensor<2x5xf32>, tensor<3x4xi32>
+}
+
+// CHECK-LABEL:  func.func @scan_and_triangle(
+// CHECK:          scf.for %[[I:.*]] = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       memref.store %cst, %out0[%[[I]], %c4] : memref<2x5xf32>
+// CHECK-NEXT:       scf.for %[[J:.*]] = %c1 to %c5 step %c1 {
+// CHECK-NEXT:         %[[CUR:.*]] = arith.subi %c4, %[[J]] : index
+// CHECK-NEXT:         %[[PREV:.*]] = arith.addi %[[CUR]], %c1 : index
+// CHECK-NEXT:         %[[X:.*]] = memref.load %a[%[[I]], %[[PREV]]] : memref<2x5xf32>
+// CHECK-NEXT:         %[[S:.*]] = memref.load %out0[%[[I]], %[[PREV]]] : memref<2x5xf32>
+// CHECK-NEXT:         %[[T:.*]] = arith.addf %[[S]], %[[X]] : f32
+// CHECK-NEXT:         memref.store %[[T]], %out0[%[[I]], %[[CUR]]] : memref<2x5xf32>
+// CHECK:          scf.for %[[ROW:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:       scf.for %[[COL:.*]] = %c0 to %c4 step %c1 {
+// CHECK-NEXT:         %[[D:.*]] = arith.subi %[[COL]], %[[ROW]] : index
+// CHECK-NEXT:         %[[KEEP:.*]] = arith.cmpi sle, %[[D]], %cm1 : index
+// CHECK-NEXT:         %[[V:.*]] = memref.load %m[%[[ROW]], %[[COL]]] : memref<3x4xi32>
+// CHECK-NEXT:         arith.select %[[KEEP]], %[[V]], %c0_i32 : i32
