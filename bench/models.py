@@ -10,13 +10,27 @@ For each model and thread count (`byoc.set_threads` and onnxruntime's
 intra_op_num_threads), the two contenders take turns in rounds; the table
 gives each one's median and minimum latency and the ratio of medians
 (byoc / onnxruntime: below 1 byoc is faster). The `loaded` columns repeat the
-measurement with one CPU-bound process running beside: byoc's loaded median,
-that median over byoc's own unloaded minimum, and the loaded ratio over the
+measurement with one CPU-bound process running beside: byoc's and
+onnxruntime's loaded medians, byoc's loaded median over its loaded minimum
+(`/ min`: how steady it is under load) and over its unloaded minimum
+(`/ quiet`: how much the busy process costs it), and the loaded ratio over the
 unloaded one. Every model's output is checked against onnxruntime's (within
 `--rtol` of the output's largest magnitude) before it is timed.
 
+Each contender's round starts after a pause: onnxruntime's workers spin for
+about 40 ms of CPU after its last call (`session.intra_op.allow_spinning`), and
+without the pause they take the second core from the next round's byoc (its
+MLP's worker ran 27% of the chunks right after onnxruntime's round, 46% after
+a 0.1 s pause, on the shared machine).
+
+`--pool` prints, per call, what libbyoc's pool did at each thread count
+(`libbyoc.pool_stats()`): loops on the pool and on the caller alone, chunks
+and the workers' share, wake-ups and sleeps, loops no worker joined, the
+caller's time waiting for chunks other threads held, and CPU time per call
+(the process's, so a spinning worker counts).
+
     python bench/models.py [--models resnet50,bert] [--threads 1,2] [--runs 30]
-                           [--no-load] [--profile] [--no-simplify]
+                           [--no-load] [--profile] [--pool] [--no-simplify]
 
 A benchmark, not a test: numbers depend on the machine and on what else runs.
 """
@@ -43,6 +57,9 @@ LIGHT = ("resnet50", "densenet121", "inception_v2", "shufflenet", "squeezenet")
 MODELS = (*LIGHT, "bert", "mlp", "cnn")
 TARGETS = ["cblas", "ccompiler"]
 ROUNDS = 5
+PAUSE = 0.1
+"""Seconds between two contenders' rounds: onnxruntime's workers stop spinning
+about 40 ms of CPU after its last call; libbyoc's after 50 us."""
 
 
 # --- Models ---------------------------------------------------------------------------
@@ -184,6 +201,7 @@ def take_turns(contenders: dict[str, Callable[[], object]], runs: int) -> dict[s
     per_round = max(1, runs // ROUNDS)
     for _ in range(ROUNDS):
         for name, fn in contenders.items():
+            time.sleep(PAUSE)  # the other contender's threads stop spinning
             fn()  # warm: caches, thread pools
             for _ in range(per_round):
                 start = time.perf_counter()
@@ -224,6 +242,24 @@ def fmt(seconds: float) -> str:
     return f"{seconds * 1e3:9.2f}"
 
 
+def pool_counts(call: Callable[[], object], calls: int) -> str:
+    """What libbyoc's pool does per call of `call` (see --pool)."""
+    from byoc.runtime import libbyoc
+
+    call()
+    before, cpu = libbyoc.pool_stats(), time.process_time()
+    for _ in range(calls):
+        call()
+    cpu = (time.process_time() - cpu) / calls
+    after = libbyoc.pool_stats()
+    d = {k: (after[k] - before[k]) / calls for k in after}
+    share = d["worker_chunks"] / d["chunks"] if d["chunks"] else 0.0
+    return (f"pool per call: {d['loops']:.0f} loops (+{d['alone']:.0f} alone), {d['chunks']:.0f} chunks, "
+            f"{share:.0%} on workers, {d['wakes']:.1f} wakes, {d['sleeps']:.1f} sleeps, "
+            f"{d['missed']:.1f} loops unjoined, waiting {d['wait_ns'] / 1e6:.3f} ms, "
+            f"first worker chunk after {d['late_ns'] / 1e6:.3f} ms (summed); CPU {cpu * 1e3:.2f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
@@ -232,6 +268,7 @@ def main() -> None:
     parser.add_argument("--rtol", type=float, default=1e-4, help="tolerance of the check, relative to the output's scale")
     parser.add_argument("--no-load", action="store_true", help="skip the columns with a busy process beside")
     parser.add_argument("--profile", action="store_true", help="print byoc's profile of each model")
+    parser.add_argument("--pool", action="store_true", help="print what libbyoc's pool does per call")
     parser.add_argument("--no-simplify", action="store_true", help="compile without byoc-simplify")
     parser.add_argument("--decomposed-layer-norm", action="store_true", help="BERT with LayerNormalization decomposed")
     args = parser.parse_args()
@@ -246,7 +283,7 @@ def main() -> None:
           "times in ms; ratio = byoc median / onnxruntime median")
     header = (f"{'model':13} {'thr':>3} {'byoc med':>9} {'byoc min':>9} {'ort med':>9} {'ort min':>9} {'ratio':>6}")
     if not args.no_load:
-        header += f" | {'loaded byoc':>11} {'ort':>9} {'/ own min':>9} {'ratio':>6} {'/ unloaded':>10}"
+        header += f" | {'loaded byoc':>11} {'byoc min':>9} {'ort':>9} {'/ min':>6} {'/ quiet':>7} {'ratio':>6} {'/ unloaded':>10}"
     header += "  check"
     print(header)
     for name in args.models.split(","):
@@ -281,8 +318,12 @@ def main() -> None:
                 with BusyProcess():
                     loaded = take_turns(contenders, runs)
                 lb, lo = statistics.median(loaded["byoc"]), statistics.median(loaded["ort"])
-                line += f" | {fmt(lb):>11} {fmt(lo)} {lb / b_min:9.2f} {lb / lo:6.2f} {(lb / lo) / ratio:10.2f}"
+                lb_min = min(loaded["byoc"])
+                line += (f" | {fmt(lb):>11} {fmt(lb_min)} {fmt(lo)} {lb / lb_min:6.2f} {lb / b_min:7.2f} "
+                         f"{lb / lo:6.2f} {(lb / lo) / ratio:10.2f}")
             print(f"{line}  {verdict}", flush=True)
+            if args.pool:
+                print(f"{'':17} {pool_counts(contenders['byoc'], max(ROUNDS, runs // 2))}", flush=True)
         if args.profile:
             print(f"\n{name}, byoc's profile ({threads[-1]} threads):")
             model.profile(*feeds)

@@ -150,13 +150,21 @@ def load() -> None:
 
 
 @cache
+def _ffi():  # noqa: ANN202 - a cffi FFI
+    import cffi
+
+    return cffi.FFI()
+
+
+@cache
 def _process():  # noqa: ANN202 - a cffi library
     """libbyoc's functions as the process resolves them: the first libbyoc
     loaded is the one every model's code calls."""
-    import cffi
-
-    ffi = cffi.FFI()
-    ffi.cdef("int32_t byoc_rt_num_threads(void); void byoc_rt_set_num_threads(int32_t);")
+    ffi = _ffi()
+    ffi.cdef(
+        "int32_t byoc_rt_num_threads(void); void byoc_rt_set_num_threads(int32_t);"
+        "void byoc_rt_pool_stats(int64_t *, int32_t);"
+    )
     process = ffi.dlopen(None)
     try:
         process.byoc_rt_num_threads  # noqa: B018 - a lookup that may fail
@@ -175,3 +183,31 @@ def set_threads(count: int) -> None:
 def threads() -> int:
     """How many threads generated code runs on in this process."""
     return int(_process().byoc_rt_num_threads())
+
+
+POOL_STATS = (
+    "loops",
+    "alone",
+    "chunks",
+    "worker_chunks",
+    "wakes",
+    "sleeps",
+    "missed",
+    "loop_ns",
+    "wait_ns",
+    "late_ns",
+)
+"""The pool's counters, in byoc_runtime.h's order (BYOC_RT_STAT_*)."""
+
+
+def pool_stats() -> dict[str, int]:
+    """The pool's counters since the process started (cumulative: subtract two
+    readings). `loops` ran on the pool and `alone` on their caller only;
+    `chunks` of the pool's loops, `worker_chunks` of them on workers; `wakes`
+    woke sleeping workers, `sleeps` times a worker fell asleep; `missed` loops
+    no worker joined; `loop_ns` in the pool's loops, `wait_ns` the caller
+    waiting for chunks other threads held, `late_ns` from a loop's start to a
+    worker's first chunk."""
+    out = _ffi().new("int64_t[]", len(POOL_STATS))
+    _process().byoc_rt_pool_stats(out, len(POOL_STATS))
+    return dict(zip(POOL_STATS, (int(v) for v in out), strict=True))

@@ -320,6 +320,29 @@ def test_the_thread_setting_reaches_the_pool_after_it_ran():
             byoc.set_threads(bad)
 
 
+def test_the_pool_counts_its_loops_and_chunks():
+    """libbyoc.pool_stats: a loop of 8 chunks on 2 threads is one loop of the
+    pool, 8 chunks, at least one on a worker (the chunks meet); on 1 thread it
+    is a loop its caller ran alone."""
+    before = byoc.threads()
+    try:
+        byoc.set_threads(2)
+        start = libbyoc.pool_stats()
+        assert len(chunk_threads(8, meet=True)) == 2
+        after = libbyoc.pool_stats()
+        change = {k: after[k] - start[k] for k in start}
+        assert change["loops"] == 1 and change["alone"] == 0 and change["chunks"] == 8
+        assert 1 <= change["worker_chunks"] <= 7 and change["missed"] == 0
+        assert change["loop_ns"] > 0 and all(v >= 0 for v in change.values())
+        byoc.set_threads(1)
+        start = libbyoc.pool_stats()
+        chunk_threads(8, meet=False)
+        after = libbyoc.pool_stats()
+        assert after["alone"] - start["alone"] == 1 and after["loops"] == start["loops"]
+    finally:
+        byoc.set_threads(before)
+
+
 def test_models_called_from_many_threads_at_once_are_right(packed_model):
     """Callers that find the pool busy run their loops alone: every result is right."""
     _, model, module, inputs = packed_model

@@ -38,6 +38,21 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context);
 int32_t byoc_rt_num_threads(void);
 void byoc_rt_set_num_threads(int32_t n);
 
+/* What the pool has done since the process started, for profiles and
+ * benchmarks: the first `size` of these counters (cumulative; take
+ * differences). Loops that ran on the pool, loops their caller ran alone
+ * (one chunk, one thread, or the pool busy), chunks of the pool's loops,
+ * chunks workers ran, broadcasts that woke sleeping workers, times a worker
+ * went to sleep, loops no worker joined, and nanoseconds: spent in the pool's
+ * loops (caller's view), the caller waiting for chunks other threads held,
+ * and from a loop's start to a worker's first chunk (loops a worker joined). */
+enum {
+  BYOC_RT_STAT_LOOPS, BYOC_RT_STAT_ALONE, BYOC_RT_STAT_CHUNKS, BYOC_RT_STAT_WORKER_CHUNKS,
+  BYOC_RT_STAT_WAKES, BYOC_RT_STAT_SLEEPS, BYOC_RT_STAT_MISSED, BYOC_RT_STAT_LOOP_NS,
+  BYOC_RT_STAT_WAIT_NS, BYOC_RT_STAT_LATE_NS, BYOC_RT_STATS
+};
+void byoc_rt_pool_stats(int64_t *out, int32_t size);
+
 /* ---- Convolution ------------------------------------------------------------
  * out = act(conv2d(data, weight) + bias + residual) over NCHW float32 tensors,
  * the weight packed at compile time as relay.nn.conv2d_packed defines

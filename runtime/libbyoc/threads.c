@@ -43,7 +43,9 @@ typedef struct pool {
   _Atomic int sleepers;
   _Atomic int joining; /* workers that take part in the current loop */
   _Atomic int32_t threads;
+  _Atomic int64_t first_claim; /* when a worker first claimed a chunk of this loop */
   int started;
+  _Atomic int64_t stats[BYOC_RT_STATS];
 } pool;
 
 static pool the_pool = {
@@ -67,18 +69,29 @@ static int64_t now_ns(void) {
 
 static uint32_t generation(uint64_t state) { return (uint32_t)(state >> 32); }
 
-/* Run chunks of job `gen` until none is left (or the job is no longer `gen`). */
-static void run_chunks(pool *p, uint32_t gen) {
+static void count(pool *p, int which, int64_t amount) {
+  atomic_fetch_add_explicit(&p->stats[which], amount, memory_order_relaxed);
+}
+
+/* Run chunks of job `gen` until none is left (or the job is no longer `gen`);
+ * returns how many this thread ran. */
+static int64_t run_chunks(pool *p, uint32_t gen, int worker) {
   byoc_rt_task task = atomic_load_explicit(&p->task, memory_order_relaxed);
   void *context = atomic_load_explicit(&p->context, memory_order_relaxed);
   int64_t count = atomic_load_explicit(&p->count, memory_order_relaxed);
   uint64_t state = atomic_load_explicit(&p->state, memory_order_acquire);
+  int64_t ran = 0;
   for (;;) {
     if (generation(state) != gen || (int64_t)(uint32_t)state >= count)
-      return;
+      return ran;
     if (atomic_compare_exchange_weak_explicit(&p->state, &state, state + 1,
                                               memory_order_acquire,
                                               memory_order_acquire)) {
+      if (worker && ran == 0) {
+        int64_t unset = 0;
+        atomic_compare_exchange_strong(&p->first_claim, &unset, now_ns());
+      }
+      ran++;
       task(context, (int64_t)(uint32_t)state);
       atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
       state = atomic_load_explicit(&p->state, memory_order_acquire);
@@ -106,6 +119,7 @@ static void *worker(void *arg) {
         continue;
       pthread_mutex_lock(&p->lock);
       atomic_fetch_add(&p->sleepers, 1);
+      count(p, BYOC_RT_STAT_SLEEPS, 1);
       while (generation(atomic_load(&p->state)) == seen)
         pthread_cond_wait(&p->wake, &p->lock);
       atomic_fetch_sub(&p->sleepers, 1);
@@ -113,8 +127,11 @@ static void *worker(void *arg) {
       deadline = now_ns() + SPIN_NANOSECONDS;
     }
     seen = generation(state);
-    if (id < atomic_load(&p->joining))
-      run_chunks(p, seen);
+    if (id < atomic_load(&p->joining)) {
+      int64_t ran = run_chunks(p, seen, 1);
+      if (ran > 0)
+        count(p, BYOC_RT_STAT_WORKER_CHUNKS, ran);
+    }
   }
   return NULL;
 }
@@ -181,6 +198,7 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
   int32_t threads = byoc_rt_num_threads();
   if (n <= 1 || threads <= 1 || n > (int64_t)UINT32_MAX ||
       atomic_exchange_explicit(&p->busy, 1, memory_order_acquire)) {
+    count(p, BYOC_RT_STAT_ALONE, 1);
     run_inline(n, task, context);
     return;
   }
@@ -188,34 +206,57 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
   int workers = start_workers(p, (int)wanted);
   if (workers == 0) {
     atomic_store_explicit(&p->busy, 0, memory_order_release);
+    count(p, BYOC_RT_STAT_ALONE, 1);
     run_inline(n, task, context);
     return;
   }
+  int64_t start = now_ns();
   atomic_store_explicit(&p->joining, workers < wanted ? workers : (int)wanted,
                         memory_order_relaxed);
   atomic_store_explicit(&p->task, task, memory_order_relaxed);
   atomic_store_explicit(&p->context, context, memory_order_relaxed);
   atomic_store_explicit(&p->count, n, memory_order_relaxed);
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+  atomic_store_explicit(&p->first_claim, 0, memory_order_relaxed);
   uint64_t state = atomic_load(&p->state);
   uint32_t gen = generation(state) + 1;
   atomic_store(&p->state, (uint64_t)gen << 32);
   if (atomic_load(&p->sleepers) > 0) {
+    count(p, BYOC_RT_STAT_WAKES, 1);
     pthread_mutex_lock(&p->lock);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
   }
-  run_chunks(p, gen);
+  int64_t ran = run_chunks(p, gen, 0);
   /* Only chunks already claimed are outstanding: their threads are running. */
-  int spins = 0;
-  while (atomic_load_explicit(&p->done, memory_order_acquire) < n) {
-    relax();
-    if (++spins >= 1024) {
-      spins = 0;
-      sched_yield();
+  int64_t waiting = 0;
+  if (atomic_load_explicit(&p->done, memory_order_acquire) < n) {
+    waiting = now_ns();
+    int spins = 0;
+    while (atomic_load_explicit(&p->done, memory_order_acquire) < n) {
+      relax();
+      if (++spins >= 1024) {
+        spins = 0;
+        sched_yield();
+      }
     }
   }
+  int64_t end = now_ns(), first = atomic_load(&p->first_claim);
   atomic_store_explicit(&p->busy, 0, memory_order_release);
+  count(p, BYOC_RT_STAT_LOOPS, 1);
+  count(p, BYOC_RT_STAT_CHUNKS, n);
+  count(p, BYOC_RT_STAT_LOOP_NS, end - start);
+  if (waiting)
+    count(p, BYOC_RT_STAT_WAIT_NS, end - waiting);
+  if (ran == n)
+    count(p, BYOC_RT_STAT_MISSED, 1);
+  else if (first > start)
+    count(p, BYOC_RT_STAT_LATE_NS, first - start);
+}
+
+void byoc_rt_pool_stats(int64_t *out, int32_t size) {
+  for (int i = 0; i < size && i < BYOC_RT_STATS; i++)
+    out[i] = atomic_load_explicit(&the_pool.stats[i], memory_order_relaxed);
 }
 
 /* After fork() the child has none of the workers: forget them (new ones start
