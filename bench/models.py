@@ -21,13 +21,14 @@ Each contender's round starts after a pause: onnxruntime's workers spin for
 about 40 ms of CPU after its last call (`session.intra_op.allow_spinning`), and
 without the pause they take the second core from the next round's byoc (its
 MLP's worker ran 27% of the chunks right after onnxruntime's round, 46% after
-a 0.1 s pause, on the shared machine).
+a 0.1 s pause, on the shared machine). libbyoc's workers spin 400 us.
 
 `--pool` prints, per call, what libbyoc's pool did at each thread count
 (`libbyoc.pool_stats()`): loops on the pool and on the caller alone, chunks
 and the workers' share, wake-ups and sleeps, loops no worker joined, the
-caller's time waiting for chunks other threads held, and CPU time per call
-(the process's, so a spinning worker counts).
+caller's time waiting for chunks other threads held, late loops and the loops
+run alone after them, workers that found themselves preempted while spinning,
+and CPU time per call (the process's, so a spinning worker counts).
 
     python bench/models.py [--models resnet50,bert] [--threads 1,2] [--runs 30]
                            [--no-load] [--profile] [--pool] [--no-simplify]
@@ -59,7 +60,7 @@ TARGETS = ["cblas", "ccompiler"]
 ROUNDS = 5
 PAUSE = 0.1
 """Seconds between two contenders' rounds: onnxruntime's workers stop spinning
-about 40 ms of CPU after its last call; libbyoc's after 50 us."""
+about 40 ms of CPU after its last call; libbyoc's after 400 us."""
 
 
 # --- Models ---------------------------------------------------------------------------
@@ -257,7 +258,9 @@ def pool_counts(call: Callable[[], object], calls: int) -> str:
     return (f"pool per call: {d['loops']:.0f} loops (+{d['alone']:.0f} alone), {d['chunks']:.0f} chunks, "
             f"{share:.0%} on workers, {d['wakes']:.1f} wakes, {d['sleeps']:.1f} sleeps, "
             f"{d['missed']:.1f} loops unjoined, waiting {d['wait_ns'] / 1e6:.3f} ms, "
-            f"first worker chunk after {d['late_ns'] / 1e6:.3f} ms (summed); CPU {cpu * 1e3:.2f} ms")
+            f"first worker chunk after {d['late_ns'] / 1e6:.3f} ms (summed), {d['late']:.1f} late loops, "
+            f"{d['backed_off']:.1f} loops alone after them, {d['preempted']:.1f} workers preempted spinning; "
+            f"CPU {cpu * 1e3:.2f} ms")
 
 
 def main() -> None:

@@ -196,6 +196,9 @@ POOL_STATS = (
     "loop_ns",
     "wait_ns",
     "late_ns",
+    "preempted",
+    "late",
+    "backed_off",
 )
 """The pool's counters, in byoc_runtime.h's order (BYOC_RT_STAT_*)."""
 
@@ -207,7 +210,13 @@ def pool_stats() -> dict[str, int]:
     woke sleeping workers, `sleeps` times a worker fell asleep; `missed` loops
     no worker joined; `loop_ns` in the pool's loops, `wait_ns` the caller
     waiting for chunks other threads held, `late_ns` from a loop's start to a
-    worker's first chunk."""
+    worker's first chunk; `preempted` spinning workers that found they had
+    been preempted, `late` loops whose workers came late or held the caller
+    up, `backed_off` loops the caller then ran alone (byoc_runtime.h)."""
     out = _ffi().new("int64_t[]", len(POOL_STATS))
-    _process().byoc_rt_pool_stats(out, len(POOL_STATS))
+    try:
+        stats = _process().byoc_rt_pool_stats
+    except AttributeError:
+        raise ByocError("error: the libbyoc this process loaded first counts nothing (an older build)") from None
+    stats(out, len(POOL_STATS))  # an older build fills fewer: the rest stay 0
     return dict(zip(POOL_STATS, (int(v) for v in out), strict=True))

@@ -10,6 +10,7 @@ the products share one compiled model so the suite stays fast.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -109,17 +110,37 @@ def test_denses_are_packed_and_epilogues_fused(packed_model):
 
 
 def test_results_do_not_depend_on_the_thread_count(packed_model):
+    """At 1, 2 and 3 threads, and from several Python threads at once (callers
+    that find the pool busy run alone), every output is the same bits: each
+    is summed in one order, whoever runs its chunk."""
     model, _, inputs = packed_model
     before = libbyoc.threads()
     try:
         libbyoc.set_threads(1)
         one = model(*inputs)
-        libbyoc.set_threads(3)
-        three = model(*inputs)
+        results, errors = [], []
+
+        def run() -> None:
+            try:
+                results.extend(model(*inputs) for _ in range(3))
+            except BaseException as err:  # noqa: BLE001 - reported by the test
+                errors.append(err)
+
+        for count in (2, 3):
+            libbyoc.set_threads(count)
+            results.append(model(*inputs))
+            threads = [threading.Thread(target=run) for _ in range(3)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
     finally:
         libbyoc.set_threads(before)
-    for a, b in zip(one, three, strict=True):
-        np.testing.assert_array_equal(a, b)  # each output is summed in one order
+    assert not errors, errors[0]
+    assert len(results) == 2 * (1 + 3 * 3)
+    for other in results:
+        for a, b in zip(one, other, strict=True):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_gelu_of_extreme_values_is_finite_and_exact_at_the_ends():

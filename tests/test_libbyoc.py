@@ -343,6 +343,44 @@ def test_the_pool_counts_its_loops_and_chunks():
         byoc.set_threads(before)
 
 
+def test_a_worker_that_holds_the_caller_up_makes_a_late_loop():
+    """A loop whose worker keeps its chunk far longer than the caller's own
+    chunk took is counted late (the caller then runs its next loops alone for
+    a while, byoc_runtime.h), and every chunk still runs once. The worker's
+    chunk outlasts three times the caller's plus a second, whatever the load."""
+    import cffi
+
+    libbyoc.threads()  # loads libbyoc
+    ffi = cffi.FFI()
+    ffi.cdef("void byoc_rt_parallel_for(int64_t, void (*)(void *, int64_t), void *);")
+    process = ffi.dlopen(None)
+    caller, met, ran = threading.get_ident(), threading.Event(), []
+    started = time.monotonic()
+
+    @ffi.callback("void(void *, int64_t)")
+    def task(context, index):
+        ran.append(index)
+        if threading.get_ident() == caller:
+            met.wait(60)  # the worker takes the other chunk
+        else:
+            met.set()
+            time.sleep(3 * (time.monotonic() - started) + 1.0)
+
+    before = byoc.threads()
+    try:
+        byoc.set_threads(2)  # also ends any backing off from earlier loops
+        start = libbyoc.pool_stats()
+        started = time.monotonic()
+        process.byoc_rt_parallel_for(2, task, ffi.NULL)
+        after = libbyoc.pool_stats()
+    finally:
+        byoc.set_threads(before)
+    assert sorted(ran) == [0, 1] and met.is_set()
+    change = {k: after[k] - start[k] for k in start}
+    assert change["loops"] == 1 and change["worker_chunks"] == 1 and change["late"] == 1
+    assert change["wait_ns"] >= 1e9
+
+
 def test_models_called_from_many_threads_at_once_are_right(packed_model):
     """Callers that find the pool busy run their loops alone: every result is right."""
     _, model, module, inputs = packed_model

@@ -29,9 +29,18 @@ enum { BYOC_RT_OK = 0, BYOC_RT_FAILED = 1, BYOC_RT_OUT_OF_MEMORY = 2 };
  * calling thread alone, so the cores are never oversubscribed.
  *
  * Threads: byoc_rt_set_num_threads(n), else $BYOC_NUM_THREADS, else
- * $OMP_NUM_THREADS, else every core this process may run on. Workers spin for
- * a bounded time after a loop (the next loop of a model usually follows
- * within microseconds), then sleep; they never spin against each other. */
+ * $OMP_NUM_THREADS, else every core this process may run on.
+ *
+ * Waiting (threads.c has the figures): after a loop, workers spin about
+ * 400 us, which bridges the host's ops between a model's loops, then sleep;
+ * they never spin against each other. A worker that finds it was preempted
+ * while spinning (its core is wanted by other work) spins only briefly for a
+ * while, so woken it preempts that work for the next loop instead of sharing
+ * the core with it. A loop whose workers came late, or held its caller up
+ * with a chunk far longer than the caller's own, makes the caller run its
+ * next loops alone for a while (2 ms, doubled while workers keep being late,
+ * at most 64 ms; $BYOC_POOL_BACKOFF=0 turns this off; a new thread count
+ * tries the workers again). */
 typedef void (*byoc_rt_task)(void *context, int64_t index);
 
 void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context);
@@ -41,15 +50,18 @@ void byoc_rt_set_num_threads(int32_t n);
 /* What the pool has done since the process started, for profiles and
  * benchmarks: the first `size` of these counters (cumulative; take
  * differences). Loops that ran on the pool, loops their caller ran alone
- * (one chunk, one thread, or the pool busy), chunks of the pool's loops,
- * chunks workers ran, broadcasts that woke sleeping workers, times a worker
- * went to sleep, loops no worker joined, and nanoseconds: spent in the pool's
- * loops (caller's view), the caller waiting for chunks other threads held,
- * and from a loop's start to a worker's first chunk (loops a worker joined). */
+ * (one chunk, one thread, the pool busy, or backing off), chunks of the
+ * pool's loops, chunks workers ran, broadcasts that woke sleeping workers,
+ * times a worker went to sleep, loops no worker joined; nanoseconds spent in
+ * the pool's loops (caller's view), the caller waiting for chunks other
+ * threads held, and from a loop's start to a worker's first chunk (loops a
+ * worker joined); times a spinning worker found it had been preempted, late
+ * loops, and loops run alone while backing off after a late one. */
 enum {
   BYOC_RT_STAT_LOOPS, BYOC_RT_STAT_ALONE, BYOC_RT_STAT_CHUNKS, BYOC_RT_STAT_WORKER_CHUNKS,
   BYOC_RT_STAT_WAKES, BYOC_RT_STAT_SLEEPS, BYOC_RT_STAT_MISSED, BYOC_RT_STAT_LOOP_NS,
-  BYOC_RT_STAT_WAIT_NS, BYOC_RT_STAT_LATE_NS, BYOC_RT_STATS
+  BYOC_RT_STAT_WAIT_NS, BYOC_RT_STAT_LATE_NS, BYOC_RT_STAT_PREEMPTED, BYOC_RT_STAT_LATE,
+  BYOC_RT_STAT_BACKED_OFF, BYOC_RT_STATS
 };
 void byoc_rt_pool_stats(int64_t *out, int32_t size);
 

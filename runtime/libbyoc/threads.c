@@ -21,15 +21,39 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_THREADS 256
 
 /* How long a worker keeps looking for the next loop before it sleeps. A
- * model's kernels follow each other within microseconds; after the last one
- * the workers give the cores back quickly. */
-#define SPIN_NANOSECONDS 50000L
+ * model's loops follow each other within microseconds, but the host's ops
+ * between two of them (BERT's softmax, ShuffleNet's pooling) take up to about
+ * 330 us on one core: a worker that slept meanwhile joins the next loop
+ * 20-25 us late (a futex wake and an idle vCPU's), most of a 30 us loop. After
+ * a model's last loop the workers give the cores back within this time. */
+#define SPIN_NANOSECONDS 400000L
+
+/* A worker that finds, between two looks at the clock while spinning, that
+ * this much time went by was not running: something else wants its core (a
+ * busy machine). It then sleeps at once, and for a while spins only briefly
+ * after each loop rather than against that work; woken, it preempts it for
+ * the next loop. */
+#define PREEMPTED_NANOSECONDS 100000L
+#define CONTENDED_NANOSECONDS 20000000L
+#define CONTENDED_SPIN_NANOSECONDS 20000L /* still bridges back-to-back loops */
+
+/* A loop whose workers were late, this long after it started (a sleeping
+ * worker wakes within about 25 us on an idle core), or held the caller up this
+ * much longer than two of its own chunks, had workers the OS did not run: the
+ * caller's next loops run alone for a while (BACKOFF_MIN_NANOSECONDS, doubled
+ * on every late loop up to BACKOFF_MAX_NANOSECONDS, back to the minimum after a
+ * loop whose workers came in time), so a busy machine costs a loop at most
+ * one wait for a preempted worker's chunk per while. */
+#define LATE_NANOSECONDS 250000L
+#define BACKOFF_MIN_NANOSECONDS 2000000L
+#define BACKOFF_MAX_NANOSECONDS 64000000L
 
 typedef struct pool {
   pthread_mutex_t lock;
@@ -45,6 +69,11 @@ typedef struct pool {
   _Atomic int32_t threads;
   _Atomic int64_t first_claim; /* when a worker first claimed a chunk of this loop */
   int started;
+  /* Loops run on their caller alone until then (workers were late; a new
+   * thread count clears it), and the next such while (touched only by the
+   * thread holding `busy`). */
+  _Atomic int64_t alone_until;
+  int64_t backoff;
   _Atomic int64_t stats[BYOC_RT_STATS];
 } pool;
 
@@ -106,8 +135,10 @@ static void *worker(void *arg) {
   pool *p = &the_pool;
   int id = (int)(intptr_t)arg;
   uint32_t seen = started_in[id];
+  int64_t calm_until = 0; /* spin briefly before then: the core is contended */
   for (;;) {
-    int64_t deadline = now_ns() + SPIN_NANOSECONDS;
+    int64_t last = now_ns();
+    int64_t deadline = last + (last < calm_until ? CONTENDED_SPIN_NANOSECONDS : SPIN_NANOSECONDS);
     int spins = 0;
     uint64_t state;
     while (generation(state = atomic_load(&p->state)) == seen) {
@@ -115,8 +146,14 @@ static void *worker(void *arg) {
       if (++spins < 64)
         continue;
       spins = 0;
-      if (now_ns() < deadline)
+      int64_t now = now_ns();
+      if (now - last > PREEMPTED_NANOSECONDS) {
+        calm_until = now + CONTENDED_NANOSECONDS;
+        count(p, BYOC_RT_STAT_PREEMPTED, 1);
+      } else if (now < deadline) {
+        last = now;
         continue;
+      }
       pthread_mutex_lock(&p->lock);
       atomic_fetch_add(&p->sleepers, 1);
       count(p, BYOC_RT_STAT_SLEEPS, 1);
@@ -124,7 +161,8 @@ static void *worker(void *arg) {
         pthread_cond_wait(&p->wake, &p->lock);
       atomic_fetch_sub(&p->sleepers, 1);
       pthread_mutex_unlock(&p->lock);
-      deadline = now_ns() + SPIN_NANOSECONDS;
+      last = now_ns();
+      deadline = last + (last < calm_until ? CONTENDED_SPIN_NANOSECONDS : SPIN_NANOSECONDS);
     }
     seen = generation(state);
     if (id < atomic_load(&p->joining)) {
@@ -134,6 +172,19 @@ static void *worker(void *arg) {
     }
   }
   return NULL;
+}
+
+/* $BYOC_POOL_BACKOFF=0 keeps every loop on the pool however late its workers
+ * (to measure the fall-back); read at the pool's first loop. */
+static int backoff_enabled(void) {
+  static _Atomic int enabled = -1;
+  int e = atomic_load_explicit(&enabled, memory_order_relaxed);
+  if (e < 0) {
+    const char *text = getenv("BYOC_POOL_BACKOFF");
+    e = text == NULL || strcmp(text, "0") != 0;
+    atomic_store_explicit(&enabled, e, memory_order_relaxed);
+  }
+  return e;
 }
 
 static int32_t default_threads(void) {
@@ -169,6 +220,7 @@ int32_t byoc_rt_num_threads(void) {
 
 void byoc_rt_set_num_threads(int32_t n) {
   atomic_store(&the_pool.threads, n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n);
+  atomic_store(&the_pool.alone_until, 0); /* try the workers again */
 }
 
 /* Start workers until `wanted` run; fewer if the system refuses threads. */
@@ -211,6 +263,13 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
     return;
   }
   int64_t start = now_ns();
+  if (start < atomic_load_explicit(&p->alone_until, memory_order_relaxed)) {
+    atomic_store_explicit(&p->busy, 0, memory_order_release);
+    count(p, BYOC_RT_STAT_ALONE, 1);
+    count(p, BYOC_RT_STAT_BACKED_OFF, 1);
+    run_inline(n, task, context);
+    return;
+  }
   atomic_store_explicit(&p->joining, workers < wanted ? workers : (int)wanted,
                         memory_order_relaxed);
   atomic_store_explicit(&p->task, task, memory_order_relaxed);
@@ -242,6 +301,22 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
     }
   }
   int64_t end = now_ns(), first = atomic_load(&p->first_claim);
+  int64_t own = (waiting ? waiting : end) - start; /* the caller running chunks */
+  int late = ran == n ? end - start > LATE_NANOSECONDS : first - start > LATE_NANOSECONDS;
+  if (waiting && ran > 0 && end - waiting > 2 * own / ran + LATE_NANOSECONDS)
+    late = 1;
+  if (late) {
+    count(p, BYOC_RT_STAT_LATE, 1);
+    if (backoff_enabled()) {
+      int64_t backoff = p->backoff * 2;
+      p->backoff = backoff < BACKOFF_MIN_NANOSECONDS   ? BACKOFF_MIN_NANOSECONDS
+                   : backoff > BACKOFF_MAX_NANOSECONDS ? BACKOFF_MAX_NANOSECONDS
+                                                       : backoff;
+      atomic_store_explicit(&p->alone_until, end + p->backoff, memory_order_relaxed);
+    }
+  } else if (ran < n) {
+    p->backoff = 0;
+  }
   atomic_store_explicit(&p->busy, 0, memory_order_release);
   count(p, BYOC_RT_STAT_LOOPS, 1);
   count(p, BYOC_RT_STAT_CHUNKS, n);
@@ -268,6 +343,8 @@ static void forget_workers(void) {
   p->started = 0;
   atomic_store(&p->sleepers, 0);
   atomic_store(&p->busy, 0);
+  atomic_store(&p->alone_until, 0);
+  p->backoff = 0;
 }
 
 __attribute__((constructor)) static void byoc_rt_threads_init(void) {
