@@ -249,7 +249,9 @@ def lower_trilu(
     if pymath.prod(shape) == 0:
         return
     attrs = op.attrs()
-    k, upper = int(attrs["k"]), bool(attrs["upper"])
+    upper = bool(attrs["upper"])
+    # Beyond the matrix every k keeps all or nothing: clamped, k stays a small index.
+    k = min(max(int(attrs["k"]), -shape[-2] - 1), shape[-1] + 1)
     inner, ivs = nest(b, shape)
     row, column = ivs[-2], ivs[-1]
     offset = index_sub(inner, column, row)  # j - i, a signed index

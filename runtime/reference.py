@@ -87,7 +87,7 @@ def _cumsum(op, args):
     if attrs["reverse"]:
         x = np.flip(x, axis)
     sums = np.cumsum(x, axis=axis, dtype=x.dtype)  # in order, in the data's type
-    if attrs["exclusive"]:
+    if attrs["exclusive"] and x.shape[axis]:
         sums = np.concatenate(
             [np.zeros_like(np.take(sums, [0], axis)), np.take(sums, range(x.shape[axis] - 1), axis)],
             axis,
@@ -98,7 +98,9 @@ def _cumsum(op, args):
 def _trilu(op, args):
     attrs = op.attrs()
     keep = np.triu if attrs["upper"] else np.tril
-    return keep(args[0], int(attrs["k"]))
+    rows, columns = args[0].shape[-2:]
+    # Beyond the matrix every k keeps all or nothing; numpy wants a C long.
+    return keep(args[0], min(max(int(attrs["k"]), -rows - 1), columns + 1))
 
 
 def _wide(x: np.ndarray) -> np.ndarray:

@@ -103,6 +103,9 @@ CASES = [
     one("trilu-upper", [X[0]], "relay.trilu", "{k = 1 : i64}", want=lambda x: np.triu(x, 1)),
     one("trilu-lower-negative-k", [I], "relay.trilu", "{k = -1 : i64, upper = false}", want=lambda x: np.tril(x, -1)),
     one("trilu-bool-past-the-corner", [X[0, 0] > 0], "relay.trilu", "{k = 9 : i64}", want=lambda x: np.triu(x, 9)),
+    one("trilu-lowest-k", [I[0]], "relay.trilu", "{k = -9223372036854775808 : i64}", want=lambda x: x),
+    one("trilu-highest-k", [I[0]], "relay.trilu", "{k = 9223372036854775807 : i64, upper = false}", want=lambda x: x),
+    one("cumsum-exclusive-empty-axis", [X[:0, 0]], "relay.cumsum", "{exclusive = true}", want=lambda x: x),
     one("tile", [X[0, :2, :3, 0]], "relay.tile", "{reps = array<i64: 3, 2>}", want=lambda x: np.tile(x, (3, 2))),
     one("tile-more-reps", [I[0, 0]], "relay.tile", "{reps = array<i64: 2, 1, 3>}", want=lambda x: np.tile(x, (2, 1, 3))),
     # broadcast_to
