@@ -156,13 +156,17 @@ def test_layout_is_chosen_by_shape():
             ((1, 8, 40, 40), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_relu"),
             ((1, 8, 40, 40), 16, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1, "bias_relu"),
             ((1, 8, 7, 7), 16, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, "bias_relu"),
+            # 1x1 on a narrow image, 34 channels a group (ShuffleNet's): blocks
+            # of 8 waste less than of 32; its rows are contiguous.
+            ((1, 68, 20, 19), 136, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 4, "bias_add_relu"),
+            ((1, 68, 20, 19), 136, (1, 1), (1, 1), (0, 1, 0, 0), (1, 1), 4, "bias_relu"),
         ]
     )
     model = byoc.compile(module, targets=["cblas", "ccompiler"], cache=False)
     check(model, module, inputs)
     layouts = [line.split('kernel_layout = "')[1][:7] for line in model.partitioned_ir.splitlines()
                if "conv2d_packed" in line and "kernel_layout" in line]
-    assert [layout.rstrip('"') for layout in layouts] == ["OIHW8o", "OIHW32o", "OIHW32o"]
+    assert [layout.rstrip('"') for layout in layouts] == ["OIHW8o", "OIHW32o", "OIHW32o", "OIHW8o", "OIHW32o"]
 
 
 def test_a_weight_that_is_not_a_constant_keeps_the_im2col_path():
@@ -186,6 +190,10 @@ DEPTHWISE = [
     ((1, 3, 7, 7), 3, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 3, "relu"),
     # Rows narrower than a vector (all tail), channel multiplier 2, a residual.
     ((1, 4, 11, 6), 8, (3, 3), (1, 2), (2, 1, 2, 1), (2, 1), 4, "bias_add_relu"),
+    # Stride 1: rows copied as whole vectors, rows a multiple of a vector
+    # wide (the last row too), and a left padding wider than a vector.
+    ((1, 2, 5, 32), 2, (3, 3), (1, 1), (1, 2, 0, 1), (1, 1), 2, "bias_relu"),
+    ((1, 3, 4, 5), 3, (2, 3), (1, 1), (1, 17, 0, 2), (1, 1), 3, "add_relu"),
 ]
 
 

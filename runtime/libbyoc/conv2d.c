@@ -87,9 +87,12 @@ typedef struct rows_out {
 } rows_out;
 
 static void rows_place(rows_out *t) {
+  /* Without grid positions past the rows' ends (a 1x1 convolution reading
+   * the image as it is) the outputs are contiguous across rows. */
+  int contiguous = t->grid == t->width;
   for (int v = 0; v < ROWS_NV; v++) {
     int64_t g = t->first + v * LANES, x = g % t->grid;
-    int whole = t->count - v * LANES >= LANES && x + LANES <= t->width;
+    int whole = t->count - v * LANES >= LANES && (contiguous || x + LANES <= t->width);
     t->at[v] = whole ? g / t->grid * t->width + x : -1;
   }
 }

@@ -16,6 +16,9 @@
 
 #include <stdatomic.h>
 #include <string.h>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 
 typedef struct dw_job {
   const byoc_rt_conv *cv;
@@ -38,7 +41,7 @@ static void depthwise_chunk(void *context, int64_t index) {
   int64_t phase = j->width; /* floats per phase of one split input row */
   int64_t row_floats = sw * phase;
   /* One split row per input row of the plane, plus a zero row for the padding. */
-  float *rows = byoc_thread_scratch((size_t)((h + 1) * row_floats));
+  float *rows = byoc_thread_scratch((size_t)((h + 1) * row_floats + LANES));
   if (rows == NULL) {
     atomic_store(&j->failed, BYOC_RT_OUT_OF_MEMORY);
     return;
@@ -46,10 +49,27 @@ static void depthwise_chunk(void *context, int64_t index) {
   const float *plane = j->data + (n * cv->channels + c) * h * w;
   float *zero = rows + h * row_floats;
   memset(zero, 0, (size_t)row_floats * sizeof(float));
+  int64_t whole = ceil_div(w, LANES) * LANES; /* floats the vector copy reads */
   for (int64_t y = 0; y < h; y++) {
     float *split = rows + y * row_floats;
-    memset(split, 0, (size_t)row_floats * sizeof(float));
     const float *src = plane + y * w;
+    if (sw == 1 && left <= LANES && (h - 1 - y) * w >= whole - w) {
+      /* Rows of a few dozen floats: whole vectors, not memset/memcpy calls
+       * (they took a third of the time of ShuffleNet's depthwise convs).
+       * The copy reads past the row into the plane's next rows and writes
+       * past it into the split row's margin, which is then zeroed (the
+       * last vector may spill zeros into the next split row, written
+       * after this one). */
+      store(split, splat(0.0f));
+      for (int64_t x = 0; x < w; x += LANES) {
+        store(split + left + x, load(src + x));
+        __asm__("" : "+r"(x)); /* keeps the compiler from calling memcpy again */
+      }
+      for (int64_t x = left + w; x < row_floats; x += LANES)
+        store(split + x, splat(0.0f));
+      continue;
+    }
+    memset(split, 0, (size_t)row_floats * sizeof(float));
     if (sw == 1) {
       memcpy(split + left, src, (size_t)w * sizeof(float));
       continue;
@@ -103,6 +123,14 @@ static void depthwise_chunk(void *context, int64_t index) {
       vec acc = splat(add);
       for (int t = 0; t < taps; t++)
         acc += tap_weight[t] * load(tap[t] + x);
+#ifdef __AVX512F__
+      /* Masked, not memcpy calls: with rows of 7 to 28 outputs the tail
+       * is most of the work. */
+      __mmask16 lanes = (__mmask16)((1u << (ow - x)) - 1);
+      if (res != NULL)
+        acc += (vec)_mm512_maskz_loadu_ps(lanes, res + x);
+      _mm512_mask_storeu_ps(dst + x, lanes, (__m512)act_vector(&e, acc));
+#else
       size_t bytes = (size_t)(ow - x) * sizeof(float);
       float lane[LANES];
       if (res != NULL) {
@@ -111,6 +139,7 @@ static void depthwise_chunk(void *context, int64_t index) {
       }
       store(lane, act_vector(&e, acc));
       memcpy(dst + x, lane, bytes);
+#endif
     }
   }
 }
