@@ -301,6 +301,37 @@ def is_depthwise(op: Operation) -> bool:
     return groups > 1 and _shape(op.operands[1])[1] == 1  # type: ignore[operator]
 
 
+def channel_shuffle(value: SSAValue) -> tuple[SSAValue, int] | None:
+    """`(x, g)` when `value` is x's channels shuffled in `g` groups, ShuffleNet's
+    way: x [N, C, H, W] reshaped to [N, g, C/g, H, W], transposed (0, 2, 1, 3,
+    4) and reshaped back, so that channel c of `value` is channel
+    `(c % g) * (C / g) + c / g` of x; else None."""
+    last = value.owner
+    if not isinstance(last, relay.ReshapeOp):
+        return None
+    middle = last.operands[0].owner
+    if not isinstance(middle, relay.TransposeOp):
+        return None
+    first = middle.operands[0].owner
+    if not isinstance(first, relay.ReshapeOp):
+        return None
+    x = first.operands[0]
+    shape, split = _shape(x), _shape(first.results[0])
+    if len(shape) != 4 or _shape(value) != shape or len(split) != 5:
+        return None
+    n, c, h, w = shape
+    if split[0] != n or split[3:] != (h, w) or split[1] * split[2] != c:
+        return None
+    axes = relay.transpose_axes(5, middle.attrs()["axes"], middle.name)  # type: ignore[arg-type]
+    if axes != (0, 2, 1, 3, 4):
+        return None
+    return x, split[1]
+
+
+SHUFFLE_OPS = (relay.ReshapeOp.name, relay.TransposeOp.name, relay.ReshapeOp.name)
+"""The ops of a channel shuffle, in chain order (`channel_shuffle`)."""
+
+
 def conv2d_check(op: Operation) -> str | None:
     """Takes float32 conv2d: grouped ones as one GEMM per group, depthwise ones
     in libbyoc's depthwise kernel."""
@@ -390,6 +421,19 @@ def packed_conv_check(ops: Sequence[Operation]) -> str | None:
     return None
 
 
+def shuffled_conv_check(ops: Sequence[Operation]) -> str | None:
+    """A channel shuffle read by a depthwise conv2d composite: the depthwise
+    kernel reads the shuffle's input through the permutation, with no copy."""
+    shuffle = len(SHUFFLE_OPS)
+    conv = ops[shuffle]
+    if not is_depthwise(conv):
+        return "the conv2d after the channel shuffle is not depthwise"
+    found = channel_shuffle(conv.operands[0])
+    if found is None or found[0] is not ops[0].operands[0]:
+        return "the reshapes and transpose are not a channel shuffle"
+    return packed_conv_check(ops[shuffle:])
+
+
 def packed_dense_check(ops: Sequence[Operation]) -> str | None:
     """A dense composite whose epilogue only libbyoc's kernel applies (a residual
     add, gelu): the weight must be a constant (so it is packed), an add's
@@ -425,7 +469,7 @@ def _composites() -> tuple[Composite, ...]:
         ):
             patterns.append(Composite(f"{product}_{suffix}", (root, *tail), fused_check))
     root = relay.Conv2dOp.name
-    for suffix, tail in (
+    conv_tails = (
         ("bias_add_relu", (bias, add, relu)),
         ("bias_add_clip", (bias, add, clip)),
         ("bias_add", (bias, add)),
@@ -434,8 +478,14 @@ def _composites() -> tuple[Composite, ...]:
         ("add_clip", (add, clip)),
         ("add", (add,)),
         ("clip", (clip,)),
-    ):
+    )
+    for suffix, tail in conv_tails:
         patterns.append(Composite(f"conv2d_{suffix}", (root, *tail), packed_conv_check))
+    for suffix, tail in (
+        *conv_tails, ("bias_relu", (bias, relu)), ("bias", (bias,)), ("relu", (relu,)), ("", ()),
+    ):
+        name = f"shuffle_conv2d_{suffix}".rstrip("_")
+        patterns.append(Composite(name, (*SHUFFLE_OPS, root, *tail), shuffled_conv_check))
     root = relay.DenseOp.name
     for suffix, tail in (
         ("bias_gelu", (bias, gelu)),
@@ -452,9 +502,11 @@ def _composites() -> tuple[Composite, ...]:
 COMPOSITES = _composites()
 """dense/conv2d followed by bias_add and/or relu (`dense_bias_relu`, `conv2d_bias`,
 ...), conv2d followed by a bias, a residual add and relu or clip
-(`conv2d_bias_add_relu`, ...), and dense followed by a bias and gelu or a
-residual add (`dense_bias_gelu`, `dense_bias_add`, ...), computed in the pass
-that writes the output."""
+(`conv2d_bias_add_relu`, ...), a channel shuffle read by a depthwise conv2d
+with any of those epilogues (`shuffle_conv2d`, `shuffle_conv2d_bias`, ...:
+ShuffleNet's reshape, transpose and reshape each cost a copy on ccompiler),
+and dense followed by a bias and gelu or a residual add (`dense_bias_gelu`,
+`dense_bias_add`, ...), computed in the pass that writes the output."""
 
 
 # ---------------------------------------------------------------------------
@@ -502,13 +554,18 @@ class Step:
     epilogue: Epilogue
     source: SSAValue | None = None
     fused: list[Operation] = field(default_factory=list[Operation])
+    shuffle: tuple[SSAValue, int] | None = None
+    """A depthwise conv2d's data as `(x, g)`: x's channels shuffled in g groups
+    (`channel_shuffle`), read in place by the kernel."""
 
     def reads(self) -> list[SSAValue]:
         chain = {self.op.results[0], *(o.results[0] for o in self.fused)}
+        operands = list(self.op.operands)
+        if self.shuffle is not None:
+            operands[0] = self.shuffle[0]
         return [
             v
-            for o in (self.op, *self.fused)
-            for v in o.operands
+            for v in (*operands, *(v for o in self.fused for v in o.operands))
             if v not in chain
         ]
 
@@ -574,11 +631,15 @@ def plan_steps(function: func.FuncOp) -> list[Step]:
 
     steps: list[Step] = []
     open_steps: dict[SSAValue, Step] = {}
+    shuffles: list[Operation] = []
     for op in block.ops:
         if op is ret:
             break
         if isinstance(op, relay.ConstantOp):
             continue  # a static array (FunctionEmitter.constants)
+        if op.name in SHUFFLE_OPS:
+            shuffles.append(op)  # read in place by a depthwise conv (checked below)
+            continue
         if op.name in EPILOGUE_OPS:
             source = op.operands[0]
             step = open_steps.pop(source, None)
@@ -598,6 +659,8 @@ def plan_steps(function: func.FuncOp) -> list[Step]:
             step = Step(op, op.results[0], _add_epilogue(Epilogue(), op), source=source)
         elif op.name in KERNEL_CHECKS:
             step = Step(op, op.results[0], Epilogue())
+            if is_depthwise(op):
+                step.shuffle = channel_shuffle(op.operands[0])
         else:
             raise CodegenError(
                 f"error: cblas cannot generate code for '{op.name}' in "
@@ -607,7 +670,39 @@ def plan_steps(function: func.FuncOp) -> list[Step]:
             )
         steps.append(step)
         open_steps[step.result] = step
+    _check_shuffles(function, shuffles, steps, returned)
     return steps
+
+
+def _check_shuffles(
+    function: func.FuncOp, ops: list[Operation], steps: list[Step], returned: set[SSAValue]
+) -> None:
+    """Every reshape and transpose of the function must be a channel shuffle
+    read only by a depthwise conv2d (which reads its input in place): nothing
+    else gets a buffer for their results."""
+    read_in_place: set[Operation] = set()
+    for step in steps:
+        if step.shuffle is None:
+            continue
+        last = step.op.operands[0].owner
+        assert isinstance(last, Operation)
+        middle = last.operands[0].owner
+        assert isinstance(middle, Operation)
+        chain = (last, middle, middle.operands[0].owner)
+        if all(
+            len(list(o.results[0].uses)) == 1 and o.results[0] not in returned
+            for o in chain
+            if isinstance(o, Operation)
+        ):
+            read_in_place.update(o for o in chain if isinstance(o, Operation))
+        else:
+            step.shuffle = None
+    for op in ops:
+        if op not in read_in_place:
+            raise CodegenError(
+                f"error: cblas computes '{op.name}' only in a channel shuffle a depthwise "
+                f"conv2d reads (@{function.sym_name.data})"
+            )
 
 
 def _add_epilogue(epilogue: Epilogue, op: Operation) -> Epilogue:
@@ -1110,7 +1205,7 @@ class FunctionEmitter:
         elif isinstance(op, relay.BatchMatmulOp):
             done = self._batch_matmul(op, out, block)
         elif isinstance(op, relay.Conv2dOp) and is_depthwise(op):
-            self._libbyoc_conv("byoc_rt_depthwise_conv2d", op, out, step.epilogue)
+            self._libbyoc_conv("byoc_rt_depthwise_conv2d", op, out, step.epilogue, step.shuffle)
             return  # the kernel applies the epilogue
         elif isinstance(op, relay.Conv2dOp):
             self._conv2d(op, out, col, step.epilogue)
@@ -1289,14 +1384,23 @@ class FunctionEmitter:
         return self.gemm(g, batch, strides, epilogue if batch == 1 else None)
 
     def _libbyoc_conv(
-        self, kernel: str, op: relay.Conv2dOp | relay.Conv2dPackedOp, out: Ref, epilogue: Epilogue
+        self,
+        kernel: str,
+        op: relay.Conv2dOp | relay.Conv2dPackedOp,
+        out: Ref,
+        epilogue: Epilogue,
+        shuffle: tuple[SSAValue, int] | None = None,
     ) -> None:
         """One call of libbyoc's `kernel` (byoc_rt_conv2d for conv2d_packed,
         byoc_rt_depthwise_conv2d for a depthwise conv2d), its shape a
         `static const` struct, the epilogue (bias, residual, relu or clip)
-        applied by the kernel."""
+        applied by the kernel; a depthwise conv reads `shuffle`'s input
+        through the channel permutation."""
         b = self.b
         data, weight = op.operands
+        groups_shuffled = 0
+        if shuffle is not None:
+            data, groups_shuffled = shuffle
         attrs = op.attrs()
         n, c, h, w = _shape(data)
         _, o, oh, ow = _shape(op.results[0])
@@ -1309,7 +1413,7 @@ class FunctionEmitter:
         fields = [n, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, top, left, attrs["groups"],
                   layout, activation]
         name = f"{self.function.sym_name.data}_conv_{len(self.globals)}"
-        values = ", ".join([*map(str, fields), _c_float(low), _c_float(high)])
+        values = ", ".join([*map(str, fields), _c_float(low), _c_float(high), str(groups_shuffled)])
         self.globals.append(EmitC_VerbatimOp(f"static const byoc_rt_conv {name} = {{{values}}};"))
         self.uses_libbyoc = True
         null = b.value(EmitC_LiteralOp("NULL", F32_PTR))

@@ -51,12 +51,13 @@ CONVS = [
 
 def conv_graph(convs: Sequence[tuple], seed: int = 0) -> tuple[ModuleOp, list[np.ndarray]]:
     """One model computing every conv of `convs` on its own input (plus a residual
-    input for the epilogues with an add); constant weights and biases. Returns the
-    module and its inputs."""
+    input for the epilogues with an add); constant weights and biases. A ninth
+    entry g shuffles the input's channels in g groups first (reshape, transpose,
+    reshape, as ShuffleNet does). Returns the module and its inputs."""
     rng = np.random.default_rng(seed)
     shapes: list[tuple[int, ...]] = []
     plans = []
-    for data, out, (kh, kw), strides, padding, dilation, groups, epilogue in convs:
+    for data, out, (kh, kw), strides, padding, dilation, groups, epilogue, *shuffle in convs:
         n, c, h, w = data
         out_shape = relay.conv2d_output_shape(
             data, (out, c // groups, kh, kw), strides, padding, dilation, groups
@@ -67,13 +68,18 @@ def conv_graph(convs: Sequence[tuple], seed: int = 0) -> tuple[ModuleOp, list[np
         weight = rng.standard_normal((out, c // groups, kh, kw)) / math.sqrt(c // groups * kh * kw)
         bias = rng.standard_normal(out)
         plans.append((weight.astype(np.float32), bias.astype(np.float32), strides, padding,
-                      dilation, groups, epilogue))
+                      dilation, groups, epilogue, data, shuffle[0] if shuffle else 0))
 
     def body(e, *args):
         args = list(args)
         results = []
-        for weight, bias, strides, padding, dilation, groups, epilogue in plans:
+        for weight, bias, strides, padding, dilation, groups, epilogue, data, shuffle in plans:
             x = args.pop(0)
+            if shuffle:
+                n, c, h, w = data
+                x = e(relay.ReshapeOp(x, (n, shuffle, c // shuffle, h, w)))
+                x = e(relay.TransposeOp(x, (0, 2, 1, 3, 4)))
+                x = e(relay.ReshapeOp(x, data))
             w = e(relay.ConstantOp.from_numpy(weight))
             y = e(relay.Conv2dOp(x, w, strides, padding, dilation, groups))
             if "bias" in epilogue:
@@ -205,6 +211,55 @@ def test_depthwise_convs_match_the_reference():
     check(model, module, inputs)
     assert model.sources["cblas.c"].count("byoc_rt_depthwise_conv2d(") == len(DEPTHWISE)
     assert "conv2d_packed" not in model.partitioned_ir
+
+
+# Channel shuffles (9th entry: its groups) read by depthwise convs in place:
+# shuffle groups of 2 to 5, strides, padding, a channel multiplier, epilogues.
+SHUFFLED_DEPTHWISE = [
+    ((1, 12, 9, 10), 12, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 12, "none", 4),
+    ((1, 12, 9, 10), 12, (3, 3), (2, 2), (1, 0, 1, 2), (1, 1), 12, "bias", 3),
+    ((2, 10, 7, 19), 20, (3, 3), (1, 2), (2, 1, 0, 1), (1, 1), 10, "bias_add_relu", 5),
+    ((1, 6, 5, 33), 6, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 6, "relu", 2),
+    ((1, 8, 6, 6), 8, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 8, "bias_clip", 2),
+]
+
+
+def test_shuffled_depthwise_convs_read_the_shuffle_in_place():
+    """A channel shuffle read only by a depthwise conv is a cblas composite
+    (`shuffle_conv2d...`): no copy of the shuffled tensor, the kernel permutes
+    the channels it reads."""
+    module, inputs = conv_graph(SHUFFLED_DEPTHWISE)
+    model = byoc.compile(module, targets=["cblas", "ccompiler"], cache=False)
+    check(model, module, inputs)
+    ir = model.partitioned_ir
+    # reshape, transpose, reshape, conv2d and each epilogue op, in one composite
+    ops = sum(4 + (0 if c[7] == "none" else len(c[7].split("_"))) for c in SHUFFLED_DEPTHWISE)
+    assert ir.count('extern.composite = "cblas.shuffle_conv2d') == ops
+    assert "ccompiler" not in ir
+    assert model.sources["cblas.c"].count("byoc_rt_depthwise_conv2d(") == len(SHUFFLED_DEPTHWISE)
+
+
+def test_other_transposes_before_a_depthwise_conv_are_not_read_in_place():
+    """Not a channel shuffle (the transpose swaps rows and columns), or one
+    whose result something else also reads: the copies stay on ccompiler."""
+    rng = np.random.default_rng(5)
+    weight = rng.standard_normal((6, 1, 3, 3)).astype(np.float32)
+
+    def body(e, x):
+        w = e(relay.ConstantOp.from_numpy(weight))
+        swapped = e(relay.ReshapeOp(x, (1, 2, 3, 7, 7)))
+        swapped = e(relay.ReshapeOp(e(relay.TransposeOp(swapped, (0, 1, 2, 4, 3))), (1, 6, 7, 7)))
+        shuffled = e(relay.ReshapeOp(x, (1, 2, 3, 7, 7)))
+        shuffled = e(relay.ReshapeOp(e(relay.TransposeOp(shuffled, (0, 2, 1, 3, 4))), (1, 6, 7, 7)))
+        first = e(relay.Conv2dOp(swapped, w, (1, 1), (1, 1, 1, 1), (1, 1), 6))
+        second = e(relay.Conv2dOp(shuffled, w, (1, 1), (1, 1, 1, 1), (1, 1), 6))
+        return [first, second, shuffled]
+
+    module = build([(1, 6, 7, 7)], body)
+    model = byoc.compile(module, targets=["cblas", "ccompiler"], cache=False)
+    check(model, module, [rng.standard_normal((1, 6, 7, 7)).astype(np.float32)])
+    assert "shuffle_conv2d" not in model.partitioned_ir
+    assert model.partitioned_ir.count("relay.transpose") == 2
 
 
 # --- relay.nn.conv2d_packed on its own ---------------------------------------

@@ -78,7 +78,7 @@ void byoc_rt_pool_stats(int64_t *out, int32_t size);
  *
  * `bias` ([O]) and `residual` (shaped as `out`) may be NULL. Returns BYOC_RT_OK,
  * BYOC_RT_OUT_OF_MEMORY when scratch memory cannot be allocated, or
- * BYOC_RT_FAILED for BYOC_RT_ROWS with a stride. */
+ * BYOC_RT_FAILED for BYOC_RT_ROWS with a stride or a `shuffle`. */
 enum { BYOC_RT_ROWS = 0, BYOC_RT_COLUMNS = 1 };
 enum { BYOC_RT_LINEAR = 0, BYOC_RT_RELU = 1, BYOC_RT_CLIP = 2, BYOC_RT_GELU = 3 };
 
@@ -91,6 +91,10 @@ typedef struct byoc_rt_conv {
   int64_t layout;
   int64_t activation;
   float low, high; /* BYOC_RT_CLIP's bounds */
+  /* Depthwise only (0 elsewhere): above 1, `data` is read with its channels
+   * shuffled in that many groups (ShuffleNet's channel shuffle): channel c
+   * is data's channel (c % shuffle) * (channels / shuffle) + c / shuffle. */
+  int64_t shuffle;
 } byoc_rt_conv;
 
 int32_t byoc_rt_conv2d(const byoc_rt_conv *conv, const float *data,

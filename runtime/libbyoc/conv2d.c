@@ -464,6 +464,8 @@ static void columns_chunk(void *context, int64_t index) {
 
 int32_t byoc_rt_conv2d(const byoc_rt_conv *cv, const float *data, const float *weight,
                        const float *bias, const float *residual, float *out) {
+  if (cv->shuffle > 1)
+    return BYOC_RT_FAILED; /* only the depthwise kernel reads shuffled channels */
   job j = {
       .cv = cv,
       .data = data,

@@ -46,6 +46,8 @@ static void depthwise_chunk(void *context, int64_t index) {
     atomic_store(&j->failed, BYOC_RT_OUT_OF_MEMORY);
     return;
   }
+  if (cv->shuffle > 1) /* the channel shuffle before it, read in place */
+    c = c % cv->shuffle * (cv->channels / cv->shuffle) + c / cv->shuffle;
   const float *plane = j->data + (n * cv->channels + c) * h * w;
   float *zero = rows + h * row_floats;
   memset(zero, 0, (size_t)row_floats * sizeof(float));
