@@ -162,6 +162,34 @@ case(
     X234,
     initializers={"k": np.array(-1, np.int64)},
 )
+# Losses: targets (and class weights) are initializers; 4 classes on axis 1.
+LOSS_TARGET = {"t": np.array([[0, 3, 1], [2, 2, -1]], np.int64)}  # -1 is ignore_index below
+for reduction in ("none", "sum", "mean"):
+    case(
+        f"nllloss-{reduction}-weighted-ignored",
+        [N("NegativeLogLikelihoodLoss", ["x", "t", "w"], ["y"], reduction=reduction, ignore_index=-1)],
+        {"x": random((2, 4, 3))},
+        initializers={**LOSS_TARGET, "w": np.array([0.5, 1.0, 2.0, 0.25], np.float32)},
+    )
+case(
+    "nllloss-mean-ignored",
+    [N("NegativeLogLikelihoodLoss", ["x", "t"], ["y"], ignore_index=-1)],
+    {"x": random((2, 4, 3))},
+    initializers=LOSS_TARGET,
+)
+case(
+    "nllloss-NC",
+    [N("NegativeLogLikelihoodLoss", ["x", "t"], ["y"])],
+    {"x": random((3, 5))},
+    initializers={"t": np.array([4, 0, 2], np.int64)},
+)
+case(
+    "softmaxcrossentropyloss-log-prob",
+    [N("SoftmaxCrossEntropyLoss", ["x", "t"], ["y", "lp"], ignore_index=-1)],
+    {"x": random((2, 4, 3))},
+    outputs=("y", "lp"),
+    initializers=LOSS_TARGET,
+)
 SPECIAL = {"x": np.array([[0.0, -np.inf, np.inf, np.nan], [1e38, -2.5, 3.0, -0.0]], np.float32)}
 AS_FLOAT = N("Cast", ["b"], ["y"], to=TensorProto.FLOAT)  # the outputs are declared float
 case("isnan", [N("IsNaN", ["x"], ["b"]), AS_FLOAT], SPECIAL)
@@ -1613,3 +1641,24 @@ def test_byoc_works_without_onnx() -> None:
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "needs the onnx package" in proc.stdout
+
+
+def _loss_model(target: np.ndarray, scores_shape: Sequence[int]) -> onnx.ModelProto:
+    return make_model(
+        [N("NegativeLogLikelihoodLoss", ["x", "t"], ["y"])],
+        {"x": scores_shape},
+        ["y"],
+        initializers={"t": target},
+    )
+
+
+def test_loss_target_of_the_wrong_shape_names_the_node() -> None:
+    # ONNX's shape inference finds it first; the converter checks it again.
+    with pytest.raises(ByocError, match=r"NegativeLogLikelihoodLoss.*dimension value mismatch"):
+        byoc.compile(_loss_model(np.array([0, 1, 2], np.int64), (2, 4)))
+
+
+def test_loss_target_out_of_range_is_a_run_time_error_naming_the_gather() -> None:
+    model = byoc.compile(_loss_model(np.array([0, 7], np.int64), (2, 4)))
+    with pytest.raises(ByocError, match=r"'relay.gather': index 7 is out of range for axis 1 of size 4"):
+        model(random((2, 4)))

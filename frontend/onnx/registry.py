@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from byoc.frontend.onnx import elementwise, nn, quantized, reduce, shape
+from byoc.frontend.onnx import elementwise, loss, nn, quantized, reduce, shape
 from byoc.frontend.onnx.graph import Converter
 
 
@@ -22,6 +22,7 @@ def _merge(*tables: Mapping[str, Converter]) -> dict[str, Converter]:
 CONVERTERS: dict[str, Converter] = _merge(
     elementwise.CONVERTERS,
     nn.CONVERTERS,
+    loss.CONVERTERS,
     reduce.CONVERTERS,
     shape.CONVERTERS,
     quantized.CONVERTERS,
