@@ -492,6 +492,47 @@ def test_a_forked_child_runs_parallel_kernels():
     assert proc.returncode == 0, proc.stderr
 
 
+WAKING_CHILD = """
+import sys, threading, numpy as np
+sys.path.insert(0, {tests!r})
+import test_libbyoc as t
+import byoc
+from byoc.runtime import libbyoc
+module, inputs = t.conv_graph(t.CONVS[:3])
+model = byoc.compile(module, targets=["cblas"])
+byoc.set_threads(1)
+want = model(*inputs)
+bad = []
+def run():
+    for _ in range(3):
+        if not all(np.array_equal(g, w) for g, w in zip(model(*inputs), want)):
+            bad.append(1)
+for count in (2, 3):
+    byoc.set_threads(count)
+    run()
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+stats = libbyoc.pool_stats()
+assert stats["loops"] > 0 and stats["backed_off"] == 0, stats
+sys.exit(3 if bad else 0)
+"""
+
+
+def test_workers_that_never_spin_wake_for_every_loop_and_are_right():
+    """$BYOC_POOL_SPIN_US=0: workers sleep after every loop, so each loop wakes
+    them (the condition variable's path, hard); $BYOC_POOL_BACKOFF=0: no loop
+    is run alone for late workers. Results at 2 and 3 threads, from several
+    Python threads at once, equal the 1-thread ones."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "BYOC_POOL_SPIN_US": "0", "BYOC_POOL_BACKOFF": "0"}
+    code = WAKING_CHILD.format(tests=tests)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_the_library_is_built_once_and_named_by_its_build():
     path = libbyoc.library()
     assert path.name == f"libbyoc_runtime_{libbyoc.build_key()[:16]}.so"

@@ -32,11 +32,11 @@ enum { BYOC_RT_OK = 0, BYOC_RT_FAILED = 1, BYOC_RT_OUT_OF_MEMORY = 2 };
  * $OMP_NUM_THREADS, else every core this process may run on.
  *
  * Waiting (threads.c has the figures): after a loop, workers spin about
- * 400 us, which bridges the host's ops between a model's loops, then sleep;
- * they never spin against each other. A worker that finds it was preempted
- * while spinning (its core is wanted by other work) spins only briefly for a
- * while, so woken it preempts that work for the next loop instead of sharing
- * the core with it. A loop whose workers came late, or held its caller up
+ * 400 us ($BYOC_POOL_SPIN_US), which bridges the host's ops between a model's
+ * loops, then sleep; they never spin against each other. A worker that finds
+ * it was preempted while spinning (its core is wanted by other work) spins
+ * only briefly for a while, so woken it preempts that work for the next loop
+ * instead of sharing the core with it. A loop whose workers came late, or held its caller up
  * with a chunk far longer than the caller's own, makes the caller run its
  * next loops alone for a while (2 ms, doubled while workers keep being late,
  * at most 64 ms; $BYOC_POOL_BACKOFF=0 turns this off; a new thread count

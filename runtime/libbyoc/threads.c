@@ -131,14 +131,30 @@ static int64_t run_chunks(pool *p, uint32_t gen, int worker) {
 /* The generation each worker was started in: it joins the loops after it. */
 static uint32_t started_in[MAX_THREADS];
 
+/* $BYOC_POOL_SPIN_US, microseconds (0 to 1000000), replaces SPIN_NANOSECONDS
+ * (to measure other spins); read once, when the first worker starts. */
+static int64_t spin_nanoseconds(void) {
+  static _Atomic int64_t spin = -1;
+  int64_t ns = atomic_load_explicit(&spin, memory_order_relaxed);
+  if (ns < 0) {
+    const char *text = getenv("BYOC_POOL_SPIN_US");
+    char *end = NULL;
+    long us = text == NULL ? -1 : strtol(text, &end, 10);
+    ns = us >= 0 && us <= 1000000 && end != text && *end == '\0' ? us * 1000L : SPIN_NANOSECONDS;
+    atomic_store_explicit(&spin, ns, memory_order_relaxed);
+  }
+  return ns;
+}
+
 static void *worker(void *arg) {
   pool *p = &the_pool;
   int id = (int)(intptr_t)arg;
   uint32_t seen = started_in[id];
+  int64_t spin = spin_nanoseconds();
   int64_t calm_until = 0; /* spin briefly before then: the core is contended */
   for (;;) {
     int64_t last = now_ns();
-    int64_t deadline = last + (last < calm_until ? CONTENDED_SPIN_NANOSECONDS : SPIN_NANOSECONDS);
+    int64_t deadline = last + (last < calm_until ? CONTENDED_SPIN_NANOSECONDS : spin);
     int spins = 0;
     uint64_t state;
     while (generation(state = atomic_load(&p->state)) == seen) {
@@ -162,7 +178,7 @@ static void *worker(void *arg) {
       atomic_fetch_sub(&p->sleepers, 1);
       pthread_mutex_unlock(&p->lock);
       last = now_ns();
-      deadline = last + (last < calm_until ? CONTENDED_SPIN_NANOSECONDS : SPIN_NANOSECONDS);
+      deadline = last + (last < calm_until ? CONTENDED_SPIN_NANOSECONDS : spin);
     }
     seen = generation(state);
     if (id < atomic_load(&p->joining)) {
@@ -175,7 +191,7 @@ static void *worker(void *arg) {
 }
 
 /* $BYOC_POOL_BACKOFF=0 keeps every loop on the pool however late its workers
- * (to measure the fall-back); read at the pool's first loop. */
+ * (to measure the fall-back); read once, at the first late loop. */
 static int backoff_enabled(void) {
   static _Atomic int enabled = -1;
   int e = atomic_load_explicit(&enabled, memory_order_relaxed);
