@@ -158,13 +158,17 @@ def rename_symbols(module: ModuleOp, prefix: str, main: str) -> dict[str, str]:
 
 def functions_of(module: ModuleOp, backend: str) -> ModuleOp:
     """A new module holding copies of the functions outlined for `backend`."""
-    ops = [
-        op.clone()
+    return ModuleOp([op.clone() for op in outlined_for(module, backend)])
+
+
+def outlined_for(module: ModuleOp, backend: str) -> list[func.FuncOp]:
+    """The functions of `module` outlined for `backend` (not copies)."""
+    compiler = StringAttr(backend)
+    return [
+        op
         for op in module.ops
-        if isinstance(op, func.FuncOp)
-        and op.attributes.get(COMPILER_ATTR) == StringAttr(backend)
+        if isinstance(op, func.FuncOp) and op.attributes.get(COMPILER_ATTR) == compiler
     ]
-    return ModuleOp(ops)
 
 
 def run_codegen(backend: Backend, functions: ModuleOp) -> Artifact:
@@ -414,7 +418,7 @@ def partition_stage(
     """Partition `module` in place (simplified first if `simplify`), name its
     symbols, merge repeated functions, and split it into the backends' jobs
     and the host module."""
-    from byoc.backends.host import host_module
+    from byoc.backends.host import take_host_module
     from byoc.dialects.relay.constant import print_eliding_weights
     from byoc.runtime.cache import module_digest
 
@@ -435,9 +439,11 @@ def partition_stage(
         }
         # A model of repeated blocks has repeated regions: each compiles once.
         merged = dedup_functions(module)
-        jobs = [(b, functions_of(module, b.name)) for b in backends]
-        jobs = [(b, functions) for b, functions in jobs if functions.ops.first is not None]
-        host = host_module(module)
+        # Neither copied: codegen copies the functions it is given
+        # (generate_functions), and `module` keeps only the outlined ones.
+        jobs = [(b, outlined_for(module, b.name)) for b in backends]
+        jobs = [(b, functions) for b, functions in jobs if functions]
+        host = take_host_module(module)
     return Partitioned(placement, partitioned_ir, prefix, held, merged, jobs, host)
 
 
@@ -452,7 +458,8 @@ class Partitioned:
     """Each outlined function's backend and ops, by symbol, before merging."""
     merged: dict[str, str]
     """Functions merged into an identical one: removed symbol -> kept symbol."""
-    jobs: list[tuple[Backend, ModuleOp]]
+    jobs: list[tuple[Backend, list[func.FuncOp]]]
+    """Each backend's outlined functions (in the partitioned module: not to be changed)."""
     host: ModuleOp
 
 
@@ -498,9 +505,9 @@ def codegen_stage(
     return artifacts, failures, host_object, layout
 
 
-def _codegen(backend: Backend, functions: ModuleOp, generate_functions: Any) -> Any:
+def _codegen(backend: Backend, functions: list[func.FuncOp], generate_functions: Any) -> Any:
     with stage(f"codegen {backend.name}"):
-        return generate_functions(backend, list(functions.ops))
+        return generate_functions(backend, functions)
 
 
 def _host_code(host: ModuleOp, main: str, entry: str, weights_symbol: str, signature: Any):  # noqa: ANN202
