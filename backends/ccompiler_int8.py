@@ -300,12 +300,31 @@ def pack_int8_weights(op: Operation) -> None:
     - a `relay.qnn.dense` of uint8 data with a constant zero point zx gets zero
       point 0 and the bias `- zx * (sum_k w[n, k] - K * zw[n])` added to its
       bias (exact in int32: `sum (x - zx)(w - zw) = sum x (w - zw) - zx sum (w - zw)`),
-      so its kernel sums no weights.
+      so its kernel sums no weights;
+    - a weight zero point of per-channel zeros becomes the scalar 0.
     """
+    if isinstance(op, relay.QnnConv2dOp | relay.QnnDenseOp):
+        _scalar_zero_weight_point(op)
     if isinstance(op, relay.QnnConv2dOp):
         _pack_conv2d(op)
     elif isinstance(op, relay.QnnDenseOp):
         _fold_dense_zero_point(op)
+
+
+def _scalar_zero_weight_point(op: relay.QnnConv2dOp | relay.QnnDenseOp) -> None:
+    """A per-channel weight zero point of constant zeros (what `quantize_static`
+    writes for symmetric int8 weights) becomes the scalar 0: the kernel's
+    C then folds the zero point away instead of reading an array of zeros
+    per output channel (0.191 to 0.180 ms on the bench's QDQ CNN)."""
+    zero = constant_value(op.operands[3])
+    if zero is None or zero.size <= 1 or zero.any():
+        return
+    import numpy as np
+
+    old = op.operands[3].owner
+    scalar = _insert_before(op, relay.ConstantOp.from_numpy(np.zeros((), zero.dtype)))
+    op.operands[3] = scalar.results[0]
+    _erase_if_unused(old if isinstance(old, Operation) else None)
 
 
 def _insert_before(op: Operation, new: Operation) -> Operation:

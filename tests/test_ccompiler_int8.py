@@ -24,12 +24,14 @@ def _dense(array: np.ndarray, element: str) -> str:
     return f"relay.constant dense<{array.tolist()}> : {typ}"
 
 
-def fused_model(dtype: str, per_channel: bool, channels: int = 6, size: int = 3) -> str:
+def fused_model(
+    dtype: str, per_channel: bool, channels: int = 6, size: int = 3, zero_weight_points: bool = False
+) -> str:
     """A conv2d chain (`channels` -> `channels`, `size`x`size` kernel, 7x9
     image) and a dense chain (13 rows, depth 20, 11 units), each requantized
     and clipped, then added to a residual (the chain on the right) with a clip,
     then to a per-channel constant (the chain on the left). Weight zero points
-    are not zero when `per_channel`."""
+    are not zero when `per_channel` (per-channel zeros when `zero_weight_points`)."""
     rng = np.random.default_rng(17)
     q = "ui8" if dtype == "uint8" else "i8"
     low, high = (0, 255) if dtype == "uint8" else (-128, 127)
@@ -72,6 +74,8 @@ def fused_model(dtype: str, per_channel: bool, channels: int = 6, size: int = 3)
         w_zero = (
             rng.integers(-5, 6, units).astype(np.int32) if per_channel else np.asarray(0, np.int32)
         )
+        if zero_weight_points:
+            w_zero = np.zeros(units, np.int32)
         in_scale = (np.float32(0.05) * w_scale).astype(F32)
         pshape = (units,) if per_channel else ()
         pad = size // 2
@@ -234,3 +238,24 @@ def test_dense_without_a_bias_gets_one_for_its_zero_point():
     got = byoc.compile(text, targets=["ccompiler"])(x)
     np.testing.assert_array_equal(got, want)
     assert len(np.unique(want)) > 12
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_per_channel_zero_weight_points_become_a_scalar(dtype):
+    """alter_op: a weight zero point of per-channel zeros (quantize_static's
+    symmetric weights) becomes the scalar 0, scales still per channel; the
+    result is unchanged."""
+    from byoc.dialects.relay.qnn import constant_value
+
+    text = fused_model(dtype, True, zero_weight_points=True)
+    main = _annotated(text)
+    products = [op for op in main.body.block.ops if isinstance(op, relay.QnnConv2dOp | relay.QnnDenseOp)]
+    assert len(products) == 2
+    for op in products:
+        zero = constant_value(op.operands[3])
+        assert zero.shape == () and zero == 0
+        assert constant_value(op.operands[5]).shape != ()
+    want = byoc.run_reference(parse_text(text), inputs())
+    got = byoc.compile(text, targets=["ccompiler"])(*inputs())
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
