@@ -205,12 +205,18 @@ def emitc_module(functions: ModuleOp, copy: bool = True) -> ModuleOp:
 
     ctx = make_context()
     module = functions.clone() if copy else functions
-    outline_int8_kernels(module)
+    int8_kernels = outline_int8_kernels(module)
     ConvertRelayToLoopsPass().apply(ctx, module)
     if libbyoc.parallel_code():
         MarkParallelLoopsPass().apply(ctx, module)
     ConvertLoopsToEmitCPass().apply(ctx, module)
     outline_parallel_loops(module)
+    if int8_kernels and not _uses_libbyoc(module):
+        # The int8 kernels call libbyoc's products (declared in its header).
+        module.body.block.insert_op_before(
+            EmitC_IncludeOp(RUNTIME_HEADER, is_standard_include=False),
+            module.body.block.first_op,
+        )
     return module
 
 

@@ -6,41 +6,41 @@ stored and no intermediate tensor written.
 
 Before ccompiler lowers its functions, each such chain is replaced by a call
 of a kernel function written here in the loop-level IR, which the C exit
-prints like any other function, so no C text is pasted. The kernels are shaped
-for the C compiler's vectoriser:
+prints like any other function, so no C text is pasted:
 
-- the products are dot products along k of unsigned 8-bit data and signed
-  8-bit weights, `acc += (int32)(uint8)x[k] * (int32)(int8)w[k]`, which GCC
-  turns into `vpdpbusd` where the CPU has AVX-512 VNNI or AVX-VNNI (or
-  `vpmaddwd` otherwise). Signed data are made unsigned by flipping the sign
-  bit (`x ^ 0x80 = x + 128`) while they are copied, with the zero point moved
-  by 128;
-- 4 rows times 4 output channels are computed together (16 accumulators in
-  registers: each data and weight vector is loaded once for 4 products);
-- zero points are corrections outside the k loop:
+- the products are libbyoc's (`byoc_rt_int8_products`, runtime/libbyoc/int8.c):
+  int32 sums of unsigned 8-bit data and signed 8-bit weights, output channels
+  in the vector lanes (`vpdpbusd` with AVX-512 VNNI, a portable loop
+  elsewhere), into a tile of the output on the stack. The weight is packed at
+  compile time (`pack_int8_weights`: `[ceil(N/16), ceil(K/4), 16, 4]`, a
+  conv2d's in the patches' order). Signed data are made unsigned by flipping
+  the sign bit (`x ^ 0x80 = x + 128`) while they are copied, with the zero
+  point moved by 128;
+- zero points are corrections outside the products:
   `sum (x - zx)(w - zw) = sum x w - zx sum w - zw sum x + K zx zw`, with the
   weight sums computed once per call and the data sums only when some weight
   zero point is not a constant zero;
-- the epilogue adds the bias and the corrections, multiplies by
-  `input_scale / output_scale`, clamps to the output type and to the clip's
-  bounds, rounds half to even (the 1.5 * 2^23 constant) and adds the zero
-  point, exactly as `relay.qnn.requantize` (lower_qnn.py) does; then each
-  fused add rescales that integer and the other operand's and rounds again,
-  as `relay.qnn.add` does (a separate pass over the output cost 5% of a small
-  quantized CNN).
+- the epilogue (generated, along the tile) adds the bias and the corrections,
+  multiplies by `input_scale / output_scale`, clamps to the output type and
+  to the clip's bounds, rounds half to even (the 1.5 * 2^23 constant) and adds
+  the zero point, exactly as `relay.qnn.requantize` (lower_qnn.py) does; then
+  each fused add rescales that integer and the other operand's and rounds
+  again, as `relay.qnn.add` does (a separate pass over the output cost 5% of
+  a small quantized CNN).
 
 conv2d (one group, NCHW) copies each image's input windows into a `[pixels,
 C * KH * KW]` buffer (padding holds the input zero point) and runs the same
-kernel on it. The block loop over rows runs across cores (libbyoc's pool) when there is
-enough work. Other quantized ops, and chains that do not fit (grouped
-convolutions, unsigned weights), use the generic lowering.
+products on it. The loop over tiles runs across cores (libbyoc's pool) when
+there is enough work. Other quantized ops, and chains that do not fit (grouped
+convolutions, unsigned or non-constant weights), use the generic lowering.
 """
 
 from __future__ import annotations
 
 import math as pymath
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
@@ -76,34 +76,30 @@ from byoc.passes.lower_nn import (
     load,
     nest,
     store,
+    value_of,
 )
 from byoc.passes.lower_qnn import parameter, saturate_round, to_f32, to_i32
 from byoc.passes.parallel_loops import PARALLEL_ATTR
 
-ROWS, UNITS = 6, 4
-"""The register block: rows of data times output channels computed together
-(24 accumulators, 6 data vectors: 30 of AVX-512's 32 registers). GCC 12 does
-one accumulator of such a group with 16-bit products (vpdpwssd) and the rest
-with vpdpbusd, so a bigger group wastes less."""
+if TYPE_CHECKING:
+    import numpy as np
+
+LANES, GROUP = 16, 4
+"""libbyoc's packed int8 weight (`byoc_rt_int8_products`, byoc_runtime.h):
+blocks of 16 output channels (a vector of int32 sums), each step of 4 bytes
+of k (what one `vpdpbusd` lane adds) of all 16 side by side."""
 
 MIN_DEPTH = 16
 """Dot products shorter than this stay with the generic lowering (a depthwise
 3x3 convolution has 9)."""
 
-VECTOR_BYTES = 64
-"""The widest vector (AVX-512): conv2d's dot products are padded (data: the
-zero point, weight: 0, which adds nothing) to a multiple of it, or of 16 or
-32 when shorter, so GCC runs each as whole vectors; a remainder is a scalar
-loop that costs more than the vectors (144 products: 2 vectors and 16 scalar
-steps; padded to 192, 3 vectors, 2.5x faster)."""
 
+def grouped_depth(depth: int) -> int:
+    """`depth` rounded up to whole groups of 4 bytes: conv2d's patches are
+    padded to it (data: the zero point, weight: 0, which adds nothing), so
+    libbyoc never reads a partial group of them."""
+    return -(-depth // GROUP) * GROUP
 
-def padded_depth(depth: int) -> int:
-    """`depth` rounded up to whole vectors (16, 32 or 64 bytes)."""
-    for width in (16, 32):
-        if depth <= width:
-            return width
-    return -(-depth // VECTOR_BYTES) * VECTOR_BYTES
 
 PARALLEL_MIN_WORK = 1 << 18
 """Multiply-adds above which the row blocks are split across cores."""
@@ -144,8 +140,8 @@ class Chain:
     adds: list[FusedAdd] = field(default_factory=list)
     """Residual and bias adds after the requantize, each rounded as its own op."""
     packed: SSAValue | None = None
-    """conv2d's weight as the kernel reads it, `[O, padded depth]`, when the
-    weight is `pack_conv2d_weight`'s unpacking of it (the unpacking then never runs)."""
+    """The weight as libbyoc reads it (`packed_weight`): the chain's kernel
+    takes it, and the ops unpacking it for others never run."""
 
     @property
     def ops(self) -> list[Operation]:
@@ -190,9 +186,9 @@ def match_chain(op: Operation) -> Chain | None:
         return None
     rank = len(_shape(op.results[0]))
     channel = 1 if isinstance(op, relay.QnnConv2dOp) else rank - 1
-    chain = Chain(op, None, None, None)
-    if isinstance(op, relay.QnnConv2dOp):
-        chain.packed = packed_conv2d_weight(weight)
+    chain = Chain(op, None, None, None, packed=packed_weight(op))
+    if chain.packed is None:
+        return None
     value = op.results[0]
     user = _only_user(value)
     if isinstance(user, relay.BiasAddOp) and user.data == value:
@@ -252,39 +248,79 @@ def _unary_source(value: SSAValue, kind: type[Operation]) -> Operation | None:
     return owner if isinstance(owner, kind) else None
 
 
-def packed_conv2d_weight(weight: SSAValue) -> SSAValue | None:
-    """The `[O, depth]` value `weight` (OIHW) unpacks, when it is
-    `transpose(reshape(strided_slice(packed)))` as `pack_int8_weights` writes
-    it (the slice left out when there is no padding): row o of `packed` is
-    output channel o in the patches' order (i, j, c), then zeros up to a
-    whole number of vectors."""
-    transpose = _unary_source(weight, relay.TransposeOp)
-    if transpose is None or tuple(transpose.attrs()["axes"] or ()) != _OHWI_TO_OIHW:
-        return None
-    reshape = _unary_source(transpose.operands[0], relay.ReshapeOp)
-    if reshape is None:
-        return None
-    n_out, channels, kh, kw = _shape(weight)
-    taps, depth = channels * kh * kw, padded_depth(channels * kh * kw)
-    source = reshape.operands[0]
-    if _shape(reshape.results[0]) != (n_out, kh, kw, channels):
-        return None
-    if taps != depth:
-        cut = _unary_source(source, relay.StridedSliceOp)
-        if cut is None or cut.operands[0].type != TensorType(INT8, (n_out, depth)):
+def vnni_packed(matrix: np.ndarray) -> np.ndarray:
+    """An int8 `[N, K]` matrix as libbyoc reads it, `[ceil(N / 16), ceil(K / 4),
+    16, 4]`: element `[nb, g, l, i]` is `matrix[16 nb + l, 4 g + i]`, zeros
+    past N and K."""
+    import numpy as np
+
+    units, depth = matrix.shape
+    blocks, groups = -(-units // LANES), -(-depth // GROUP)
+    padded = np.zeros((blocks * LANES, groups * GROUP), np.int8)
+    padded[:units, :depth] = matrix
+    return np.ascontiguousarray(
+        padded.reshape(blocks, LANES, groups, GROUP).transpose(0, 2, 1, 3)
+    )
+
+
+_UNPACK_AXES = (0, 2, 1, 3)
+
+
+def _packed_shape(units: int, depth: int) -> tuple[int, int, int, int]:
+    return (-(-units // LANES), -(-depth // GROUP), LANES, GROUP)
+
+
+def packed_matrix(value: SSAValue) -> SSAValue | None:
+    """The packed `[ceil(N / 16), ceil(K / 4), 16, 4]` value that the `[N, K]`
+    `value` unpacks, when it is `strided_slice(reshape(transpose(packed)))` as
+    `pack_int8_weights` writes it (the slice left out when nothing is padded)."""
+    units, depth = _shape(value)
+    shape = _packed_shape(units, depth)
+    rows, columns = shape[0] * LANES, shape[1] * GROUP
+    source = value
+    if (rows, columns) != (units, depth):
+        cut = _unary_source(value, relay.StridedSliceOp)
+        if cut is None or _shape(cut.operands[0]) != (rows, columns):
             return None
         attrs = cut.attrs()
         strides = attrs["strides"]
         if (
             tuple(attrs["begin"]) != (0, 0)
-            or tuple(attrs["end"]) != (n_out, taps)
+            or tuple(attrs["end"]) != (units, depth)
             or attrs["axes"]
             or (strides and any(s != 1 for s in strides))
             or attrs["slice_mode"] != "end"
         ):
             return None
         source = cut.operands[0]
-    return source if source.type == TensorType(INT8, (n_out, depth)) else None
+    reshape = _unary_source(source, relay.ReshapeOp)
+    if reshape is None or _shape(reshape.results[0]) != (rows, columns):
+        return None
+    transpose = _unary_source(reshape.operands[0], relay.TransposeOp)
+    if transpose is None or tuple(transpose.attrs()["axes"] or ()) != _UNPACK_AXES:
+        return None
+    packed = transpose.operands[0]
+    return packed if packed.type == TensorType(INT8, shape) else None
+
+
+def packed_weight(op: relay.QnnConv2dOp | relay.QnnDenseOp) -> SSAValue | None:
+    """The packed weight libbyoc reads for `op`, when `pack_int8_weights`
+    packed it: a dense's `[N, K]` weight, or a conv2d's OIHW weight as the
+    `[O, C * KH * KW]` matrix of its rows in the patches' order (i, j, c),
+    `transpose(reshape(matrix))`."""
+    if isinstance(op, relay.QnnDenseOp):
+        return packed_matrix(op.weight)
+    transpose = _unary_source(op.kernel, relay.TransposeOp)
+    if transpose is None or tuple(transpose.attrs()["axes"] or ()) != _OHWI_TO_OIHW:
+        return None
+    reshape = _unary_source(transpose.operands[0], relay.ReshapeOp)
+    n_out, channels, kh, kw = _shape(op.kernel)
+    if reshape is None or _shape(reshape.results[0]) != (n_out, kh, kw, channels):
+        return None
+    matrix = reshape.operands[0]
+    if _shape(matrix) != (n_out, channels * kh * kw):
+        return None
+    return packed_matrix(matrix)
 
 
 def pack_int8_weights(op: Operation) -> None:
@@ -309,6 +345,7 @@ def pack_int8_weights(op: Operation) -> None:
         _pack_conv2d(op)
     elif isinstance(op, relay.QnnDenseOp):
         _fold_dense_zero_point(op)
+        _pack_dense(op)
 
 
 def _scalar_zero_weight_point(op: relay.QnnConv2dOp | relay.QnnDenseOp) -> None:
@@ -340,6 +377,24 @@ def _erase_if_unused(op: Operation | None) -> None:
         op.erase()
 
 
+def _packed_constant(op: Operation, matrix: np.ndarray) -> SSAValue:
+    """The constant `vnni_packed(matrix)` inserted before `op`, and the ops
+    unpacking it to `matrix`'s `[N, K]` (what the host, or any code but
+    libbyoc's, runs), tagged with `op`'s target; returns the unpacked value."""
+    units, depth = matrix.shape
+    packed = vnni_packed(matrix)
+    target = {k: v for k, v in op.attributes.items() if k == TARGET_ATTR}
+    value = _insert_before(op, relay.ConstantOp.from_numpy(packed)).results[0]
+    unpacking: list[Operation] = [relay.TransposeOp(value, _UNPACK_AXES)]
+    unpacking.append(relay.ReshapeOp(unpacking[-1].results[0], [packed.shape[0] * LANES, packed.shape[1] * GROUP]))
+    if (packed.shape[0] * LANES, packed.shape[1] * GROUP) != (units, depth):
+        unpacking.append(relay.StridedSliceOp(unpacking[-1].results[0], [0, 0], [units, depth]))
+    for new in unpacking:
+        new.attributes.update(target)
+        _insert_before(op, new)
+    return unpacking[-1].results[0]
+
+
 def _pack_conv2d(op: relay.QnnConv2dOp) -> None:
     weight = op.kernel.owner
     if not isinstance(weight, relay.ConstantOp) or _element(op.kernel) != INT8:
@@ -348,22 +403,27 @@ def _pack_conv2d(op: relay.QnnConv2dOp) -> None:
     taps = channels * kh * kw
     if op.attrs()["groups"] != 1 or taps < MIN_DEPTH:
         return
-    import numpy as np
-
-    depth = padded_depth(taps)
-    values = weight.to_numpy().transpose(0, 2, 3, 1).reshape(n_out, taps)
-    packed = np.zeros((n_out, depth), np.int8)
-    packed[:, :taps] = values
+    matrix = weight.to_numpy().transpose(0, 2, 3, 1).reshape(n_out, taps)
     target = {k: v for k, v in op.attributes.items() if k == TARGET_ATTR}
-    source = _insert_before(op, relay.ConstantOp.from_numpy(packed)).results[0]
-    if taps != depth:
-        source = _insert_before(op, relay.StridedSliceOp(source, [0, 0], [n_out, taps])).results[0]
-        source.owner.attributes.update(target)  # type: ignore[union-attr]
+    source = _packed_constant(op, matrix)
     reshape = _insert_before(op, relay.ReshapeOp(source, [n_out, kh, kw, channels]))
     transpose = _insert_before(op, relay.TransposeOp(reshape.results[0], _OHWI_TO_OIHW))
     for new in (reshape, transpose):
         new.attributes.update(target)
     op.operands[1] = transpose.results[0]
+    _erase_if_unused(weight)
+
+
+def _pack_dense(op: relay.QnnDenseOp) -> None:
+    weight = op.weight.owner
+    if (
+        not isinstance(weight, relay.ConstantOp)
+        or _element(op.weight) != INT8
+        or _shape(op.weight)[1] < MIN_DEPTH
+        or len(_shape(op.data)) < 2
+    ):
+        return
+    op.operands[1] = _packed_constant(op, weight.to_numpy())
     _erase_if_unused(weight)
 
 
@@ -467,8 +527,8 @@ def _memref(value: SSAValue) -> MemRefType:
 def build_kernel(chain: Chain, name: str) -> tuple[func.FuncOp, list[SSAValue]]:
     """The loop-level kernel function of `chain`, and the relay values to call it with."""
     root = chain.root
-    weight = root.operands[1] if chain.packed is None else chain.packed
-    operands = [root.operands[0], weight, root.operands[2], root.operands[3]]
+    assert chain.packed is not None
+    operands = [root.operands[0], chain.packed, root.operands[2], root.operands[3]]
     if chain.bias is not None:
         operands.append(chain.bias.bias)
     if chain.requantize is not None:
@@ -537,8 +597,6 @@ class KernelParams:
     element: Attribute | None = None
     """The requantized element type (None: int32 output)."""
     adds: list[AddParams] = field(default_factory=list)
-    packed: bool = False
-    """conv2d: `weight` is `[O, padded depth]` in the patches' order already."""
     data_zero_is_zero: bool = False
     """Unsigned data whose zero point is a constant 0: no weight sums needed."""
 
@@ -564,7 +622,6 @@ class KernelParams:
         return KernelParams(
             data, weight, data_zero, weight_zero, bias, in_scale, in_zero, out_scale,
             out_zero, args[-1], bounds, known is not None and not known.any(), element, adds,
-            chain.packed is not None,
             _element(chain.root.operands[0]) == UINT8
             and known_data is not None
             and not known_data.any(),
@@ -672,16 +729,14 @@ def _prepare(
     if p.in_scale is not None:
         multiplier = alloc(b, MemRefType(f32, (units,)))
         multiplier.name_hint = "multiplier"
+    sums = None if p.data_zero_is_zero else _weight_sums(b, p.weight)
     n_b, (n,) = nest(b, (units,), ["n"])
-    if p.data_zero_is_zero:
+    if sums is None:
         value = n_b.constant(0, I32)
     else:
         w_zero = parameter(n_b, p.weight_zero, n)
-        wsum = _scalar_cell(n_b, "wsum", n_b.constant(0, I32))
-        k_b, (k,) = nest(n_b, (depth,), ["k"])
-        store(k_b, _add(k_b, load(k_b, wsum, []), _signed_i32(k_b, load(k_b, p.weight, [n, k]))), wsum, [])
         value = _mul(n_b, data_zero, _mul(n_b, n_b.constant(depth, I32), w_zero))
-        value = _sub(n_b, value, _mul(n_b, data_zero, load(n_b, wsum, [])))
+        value = _sub(n_b, value, _mul(n_b, data_zero, load(n_b, sums, [n])))
     if p.bias is not None:
         value = _add(n_b, value, load(n_b, p.bias, [n]))
     if p.in_zero is not None:
@@ -693,7 +748,24 @@ def _prepare(
             arith.DivfOp, parameter(n_b, p.in_scale, n), parameter(n_b, p.out_scale, n)
         )
         store(n_b, ratio, multiplier, [n])
+    if sums is not None:
+        dealloc(b, sums)
     return correction, multiplier
+
+
+def _weight_sums(b: BodyBuilder, packed: SSAValue) -> SSAValue:
+    """`sums[n] = sum_k w[n, k]` from the packed weight, in the packed order
+    (the padding adds zeros; `sums` has a whole number of blocks)."""
+    blocks, groups, lanes, group = shape_of(packed)
+    sums = alloc(b, MemRefType(I32, (blocks * lanes,)))
+    sums.name_hint = "weight_sums"
+    z_b, (n,) = nest(b, (blocks * lanes,), ["n"])
+    store(z_b, z_b.constant(0, I32), sums, [n])
+    w_b, (nb, g, lane, i) = nest(b, (blocks, groups, lanes, group), ["nb", "g", "l", "i"])
+    at = [index_add(w_b, index_mul(w_b, nb, lanes), lane)]
+    total = _add(w_b, load(w_b, sums, at), _signed_i32(w_b, load(w_b, packed, [nb, g, lane, i])))
+    store(w_b, total, sums, at)
+    return sums
 
 
 def _row_sums(
@@ -713,58 +785,30 @@ def _row_sums(
 Reader = Callable[[BodyBuilder, Index, Index], SSAValue]
 """`(builder, row, k) -> the data byte as unsigned i32`."""
 
+PRODUCTS = "byoc_rt_int8_products"
+"""libbyoc's int8 products (byoc_runtime.h), called from the kernels' C."""
+
 
 def tile_products(
     b: BodyBuilder,
-    base: Index,
+    data: SSAValue,
+    first_row: Index,
     count: int,
-    units: int,
     depth: int,
-    read: Reader,
     weight: SSAValue,
     tile: SSAValue,
     rows_first: bool,
 ) -> None:
-    """`tile[i, u]` (`tile[u, i]` unless `rows_first`) `= sum_k read(base + i, k)
-    * weight[u, k]` for `i < count` and every output channel `u`, in register
-    blocks of ROWS x UNITS (then the rows and channels left over)."""
-    full_rows, full_units = count - count % ROWS, units - units % UNITS
-
-    def micro(mb: BodyBuilder, offsets: list[Index], unit_list: list[Index]) -> None:
-        cells = [
-            [_scalar_cell(mb, f"acc{i}{j}", mb.constant(0, I32)) for j in range(len(unit_list))]
-            for i in range(len(offsets))
-        ]
-        rows = [index_add(mb, base, offset) for offset in offsets]
-        k_b, (k,) = nest(mb, (depth,), ["k"])
-        xs = [read(k_b, r, k) for r in rows]
-        ws = [_signed_i32(k_b, load(k_b, weight, [u, k])) for u in unit_list]
-        for i, x in enumerate(xs):
-            for j, w in enumerate(ws):
-                cell = cells[i][j]
-                store(k_b, _add(k_b, load(k_b, cell, []), _mul(k_b, x, w)), cell, [])
-        for i, offset in enumerate(offsets):
-            for j, u in enumerate(unit_list):
-                at = [offset, u] if rows_first else [u, offset]
-                store(mb, load(mb, cells[i][j], []), tile, at)
-
-    def unit_blocks(rb: BodyBuilder, offsets: list[Index]) -> None:
-        # Whole blocks of channels, then the channels left over as one block.
-        if full_units:
-            ub, (block,) = nest(rb, (full_units // UNITS,), ["nb"])
-            first = index_mul(ub, block, UNITS)
-            micro(ub, offsets, [index_add(ub, first, j) for j in range(UNITS)])
-        if full_units < units:
-            micro(rb, offsets, list(range(full_units, units)))
-
-    if full_rows:
-        rb, (block,) = nest(b, (full_rows // ROWS,), ["mb"])
-        first = index_mul(rb, block, ROWS)
-        unit_blocks(rb, [index_add(rb, first, i) for i in range(ROWS)])
-    if full_rows < count:
-        # The rows left over as one block: each data vector still serves
-        # every channel of the block.
-        unit_blocks(b, list(range(full_rows, count)))
+    """`tile[i, u]` (`tile[u, i]` unless `rows_first`) `= sum_k data[first_row
+    + i, k] * weight[u, k]` for `i < count` and every output channel `u`: a
+    call of libbyoc's VNNI products (`data` unsigned bytes, rows of `depth`
+    bytes one after another; `weight` packed)."""
+    units = _shape(tile)[1 if rows_first else 0]
+    row_step, unit_step = (units, 1) if rows_first else (1, count)
+    integers = [b.index(n) for n in (count, units, depth)]
+    steps = [b.index(n) for n in (row_step, unit_step)]
+    operands = [*integers, data, value_of(b, first_row), b.index(depth), weight, tile, *steps]
+    b.insert(func.CallOp(PRODUCTS, operands, []))
 
 
 def _tile(b: BodyBuilder, shape: tuple[int, int]) -> SSAValue:
@@ -783,15 +827,19 @@ def _parallel(loop_body: BodyBuilder, work: int, trips: int) -> None:
 
 
 TILE_BYTES = 16384
-"""Most bytes of int32 accumulators a tile holds (on the stack of each thread)."""
+"""Most bytes of int32 sums a tile holds (on the stack of each thread)."""
+
+ROW_BLOCK = 6
+"""Rows of libbyoc's register block (int8.c's INT8_MR): tiles hold at least
+this many rows."""
 
 
 def dense_kernel(b: BodyBuilder, p: KernelParams) -> None:
-    """qnn.dense `data [..., rows, K]` x `weight [N, K]`: tiles of ROWS rows
+    """qnn.dense `data [..., rows, K]` x `weight [N, K]`: tiles of ROW_BLOCK rows
     times every output channel, then their epilogue along the channels
     (contiguous in the output and the parameters: it vectorises)."""
     shape = shape_of(p.data)
-    units, depth = shape_of(p.weight)
+    units, depth = _shape(p.out)[-1], shape[-1]
     outer, rows = shape[:-2], shape[-2]
     signed_data = p.data.type.element_type == INT8  # type: ignore[attr-defined]
     data_zero = parameter(b, p.data_zero, None)
@@ -810,17 +858,21 @@ def dense_kernel(b: BodyBuilder, p: KernelParams) -> None:
 
     row_sums = None if p.weight_zero_is_zero else _row_sums(ob, rows, depth, read)
     epilogue = Epilogue(correction, multiplier, row_sums, p)
+    matrix = 0  # the first row of this matrix, in rows of the whole data
+    for extent, index in zip(outer, lead):
+        matrix = index_add(ob, index_mul(ob, matrix, extent), index)
+    matrix = index_mul(ob, matrix, rows)
 
     def tiles(count: int, first: Callable[[BodyBuilder], Index], tb: BodyBuilder) -> None:
         base = first(tb)
         tile = _tile(tb, (count, units))
-        tile_products(tb, base, count, units, depth, read, p.weight, tile, rows_first=True)
+        tile_products(tb, source, index_add(tb, matrix, base), count, depth, p.weight, tile, rows_first=True)
         eb, (i, n) = nest(tb, (count, units), ["i", "n"])
         row = index_add(eb, base, i)
         at = [*lead, row, n]
         store(eb, epilogue.finish(eb, load(eb, tile, [i, n]), row, n, at), p.out, at)
 
-    height = ROWS * max(1, min(4, TILE_BYTES // (4 * units * ROWS)))
+    height = ROW_BLOCK * max(1, min(4, TILE_BYTES // (4 * units * ROW_BLOCK)))
     full = rows - rows % height
     if full:
         tb, (t,) = nest(ob, (full // height,), ["tile"])
@@ -838,26 +890,23 @@ def dense_kernel(b: BodyBuilder, p: KernelParams) -> None:
 
 
 def conv_kernel(b: BodyBuilder, op: relay.QnnConv2dOp, p: KernelParams) -> None:
-    """qnn.conv2d (one group): the weight copied as `[O, C*KH*KW]` and each
-    image's windows as `[pixels, C*KH*KW]` (padding: the zero point), both
-    padded to whole vectors; then, per stretch of an output row, a tile of
-    pixels times every output channel and its epilogue along the row
-    (contiguous in the output: it vectorises)."""
+    """qnn.conv2d (one group): each image's windows copied as `[pixels,
+    C*KH*KW]` (padding: the zero point), rows padded to whole groups of 4
+    bytes; then, per stretch of an output row, a tile of pixels times every
+    output channel (libbyoc, the weight packed in the patches' order) and its
+    epilogue along the row (contiguous in the output: it vectorises)."""
     batch, channels, _, _ = shape_of(p.data)
     n_out, _, kh, kw = _shape(op.kernel)
     rows_w, cols_w = _windows(op, p.data, p.out, (kh, kw))
     height, width = rows_w.outputs, cols_w.outputs
     pixels = height * width
-    taps = channels * kh * kw
-    depth = padded_depth(taps)
+    depth = grouped_depth(channels * kh * kw)
     element = p.data.type.element_type  # type: ignore[attr-defined]
     signed_data = element == INT8
     data_zero = parameter(b, p.data_zero, None)
     if signed_data:
         data_zero = _add(b, data_zero, b.constant(128, I32))
-    weight = p.weight if p.packed else _flat_weight(b, p.weight, depth)
-    flat = replace(p, weight=weight)
-    correction, multiplier = _prepare(b, flat, n_out, depth, data_zero)
+    correction, multiplier = _prepare(b, p, n_out, depth, data_zero)
     patches = alloc(b, MemRefType(element, (pixels, depth)))
     patches.name_hint = "patches"
     pad_byte = b.scalar(arith.TruncIOp, data_zero, result_type=element)
@@ -868,15 +917,15 @@ def conv_kernel(b: BodyBuilder, op: relay.QnnConv2dOp, p: KernelParams) -> None:
         return _unsigned_i32(rb, load(rb, patches, [row, k]))
 
     row_sums = None if p.weight_zero_is_zero else _row_sums(img_b, pixels, depth, read)
-    epilogue = Epilogue(correction, multiplier, row_sums, flat)
-    stretch = min(width, ROWS * max(1, TILE_BYTES // (4 * n_out * ROWS)))
+    epilogue = Epilogue(correction, multiplier, row_sums, p)
+    stretch = min(width, max(ROW_BLOCK, TILE_BYTES // (4 * n_out)))
     y_b, (y,) = nest(img_b, (height,), ["y"])
     _parallel(y_b, pixels * n_out * depth, height)
 
     def segment(sb: BodyBuilder, x0: Index, count: int) -> None:
         base = index_add(sb, index_mul(sb, y, width), x0)
         tile = _tile(sb, (n_out, count))
-        tile_products(sb, base, count, n_out, depth, read, weight, tile, rows_first=False)
+        tile_products(sb, patches, base, count, depth, p.weight, tile, rows_first=False)
         eb, (n, x) = nest(sb, (n_out, count), ["n", "x"])
         at = [img, n, y, index_add(eb, x0, x)]
         value = epilogue.finish(eb, load(eb, tile, [n, x]), index_add(eb, base, x), n, at)
@@ -890,28 +939,9 @@ def conv_kernel(b: BodyBuilder, op: relay.QnnConv2dOp, p: KernelParams) -> None:
         segment(y_b, full, width - full)
     if row_sums is not None:
         dealloc(img_b, row_sums)
-    for buffer in (patches, None if p.packed else weight, correction, multiplier):
+    for buffer in (patches, correction, multiplier):
         if buffer is not None:
             dealloc(b, buffer)
-
-
-def _flat_weight(b: BodyBuilder, weight: SSAValue, depth: int) -> SSAValue:
-    """A new `[O, depth]` copy of an OIHW weight, each row ordered as the
-    patches, (i, j, c), and zeros after its C*KH*KW bytes."""
-    n_out, channels, kh, kw = shape_of(weight)
-    flat = alloc(b, MemRefType(INT8, (n_out, depth)))
-    flat.name_hint = "flat_weight"
-    taps = channels * kh * kw
-    if taps < depth:
-        pad_b, (o,) = nest(b, (n_out,), ["o"])
-        tail_b, k = for_range(pad_b, taps, depth, "k")
-        store(tail_b, tail_b.constant(0, INT8), flat, [o, k])
-    # Columns in the order of the patches, (i, j, c); written in order (a
-    # strided byte store costs more than a strided load).
-    copy_b, (o, i, j, c) = nest(b, (n_out, kh, kw, channels), ["o", "i", "j", "c"])
-    column = index_add(copy_b, index_mul(copy_b, index_add(copy_b, index_mul(copy_b, i, kw), j), channels), c)
-    store(copy_b, load(copy_b, weight, [o, c, i, j]), flat, [o, column])
-    return flat
 
 
 def _im2col(

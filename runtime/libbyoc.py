@@ -31,7 +31,7 @@ from byoc.frontend.diagnostics import ByocError
 
 SOURCE_DIR = Path(__file__).resolve().parent / "libbyoc"
 HEADER = "byoc_runtime.h"
-SOURCES = ("threads.c", "scratch.c", "conv2d.c", "depthwise.c", "dense.c")
+SOURCES = ("threads.c", "scratch.c", "conv2d.c", "depthwise.c", "dense.c", "int8.c")
 
 FLAGS = ("-std=c11", "-fPIC", "-Wall", "-Wextra", "-Werror", "-Wno-psabi", "-pthread", "-ffp-contract=fast")
 """Besides `optimisation_flags()`. The kernels' `a += w * x` must become fused
@@ -164,6 +164,7 @@ def _process():  # noqa: ANN202 - a cffi library
     ffi.cdef(
         "int32_t byoc_rt_num_threads(void); void byoc_rt_set_num_threads(int32_t);"
         "void byoc_rt_pool_stats(int64_t *, int32_t);"
+        "int32_t byoc_rt_int8_uses_vnni(void);"
     )
     process = ffi.dlopen(None)
     try:
@@ -220,3 +221,9 @@ def pool_stats() -> dict[str, int]:
         raise ByocError("error: the libbyoc this process loaded first counts nothing (an older build)") from None
     stats(out, len(POOL_STATS))  # an older build fills fewer: the rest stay 0
     return dict(zip(POOL_STATS, (int(v) for v in out), strict=True))
+
+
+def int8_uses_vnni() -> bool:
+    """Whether libbyoc's int8 products run on AVX-512 VNNI in this process
+    (else its portable loop: no VNNI, or `$BYOC_RT_INT8_PORTABLE` set)."""
+    return bool(_process().byoc_rt_int8_uses_vnni())

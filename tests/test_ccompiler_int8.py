@@ -136,6 +136,15 @@ def inputs(channels: int = 6) -> list[np.ndarray]:
     ]
 
 
+def _annotated(text: str):
+    from byoc.backends import get_backend
+    from byoc.passes.annotate import annotate
+
+    module = parse_text(text)
+    annotate(module, [get_backend("ccompiler")])
+    return next(iter(module.ops))
+
+
 CASES = [("uint8", True), ("int8", False), ("uint8", False), ("int8", True)]
 
 
@@ -144,7 +153,7 @@ CASES = [("uint8", True), ("int8", False), ("uint8", False), ("int8", True)]
     [(*case, 6, 3) for case in CASES] + [("uint8", True, 16, 1), ("int8", False, 16, 1)],
 )
 def test_fused_adds_match_the_reference(dtype, per_channel, channels, size):
-    """3x3 kernels of 54 taps (packed weight rows padded to 64), 1x1 of 16 (not padded)."""
+    """3x3 kernels of 54 taps (patches padded to 56), 1x1 of 16 (not padded)."""
     text = fused_model(dtype, per_channel, channels, size)
     args = inputs(channels)
     want = byoc.run_reference(parse_text(text), args)
@@ -156,8 +165,7 @@ def test_fused_adds_match_the_reference(dtype, per_channel, channels, size):
 
 
 def test_the_kernels_take_both_adds_and_their_clips():
-    module = parse_text(fused_model("uint8", True))
-    main = next(iter(module.ops))
+    main = _annotated(fused_model("uint8", True))
     chains = [
         match_chain(op)
         for op in main.body.block.ops
@@ -169,20 +177,12 @@ def test_the_kernels_take_both_adds_and_their_clips():
     assert all(isinstance(c.result.owner, relay.QnnAddOp) for c in chains)
 
 
-def _annotated(text: str):
-    from byoc.backends import get_backend
-    from byoc.passes.annotate import annotate
-
-    module = parse_text(text)
-    annotate(module, [get_backend("ccompiler")])
-    return next(iter(module.ops))
-
-
 def test_constant_weights_are_packed_at_compile_time():
-    """ccompiler's alter_op: the conv2d reads its weight through ops unpacking
-    the kernel's `[O, padded depth]` rows (patch order i, j, c); the dense's
-    data zero point becomes 0, its weight sums folded into the bias."""
-    from byoc.backends.ccompiler_int8 import packed_conv2d_weight
+    """ccompiler's alter_op: conv2d and dense read their weights through ops
+    unpacking libbyoc's packed weight (`[ceil(N/16), ceil(K/4), 16, 4]`, the
+    conv2d's rows in the patches' order i, j, c); the dense's data zero point
+    becomes 0, its weight sums folded into the bias."""
+    from byoc.backends.ccompiler_int8 import packed_weight, vnni_packed
     from byoc.dialects.relay.qnn import constant_value
 
     text = fused_model("uint8", True)
@@ -192,12 +192,16 @@ def test_constant_weights_are_packed_at_compile_time():
     weight = constant_value(conv0.kernel)
     main = _annotated(text)
     conv = next(op for op in main.body.block.ops if isinstance(op, relay.QnnConv2dOp))
-    packed = constant_value(packed_conv2d_weight(conv.kernel))
-    assert packed.shape == (6, 64)
-    np.testing.assert_array_equal(packed[:, :54], weight.transpose(0, 2, 3, 1).reshape(6, 54))
-    assert not packed[:, 54:].any()
+    packed = constant_value(packed_weight(conv))
+    assert packed.shape == (1, 14, 16, 4)  # 6 channels, 54 taps
+    rows = weight.transpose(0, 2, 3, 1).reshape(6, 54)
+    np.testing.assert_array_equal(packed.transpose(0, 2, 1, 3).reshape(16, 56)[:6, :54], rows)
+    assert not packed.transpose(0, 2, 1, 3).reshape(16, 56)[6:].any()
+    assert not packed.transpose(0, 2, 1, 3).reshape(16, 56)[:, 54:].any()
+    np.testing.assert_array_equal(packed, vnni_packed(rows))
 
     dense = next(op for op in main.body.block.ops if isinstance(op, relay.QnnDenseOp))
+    np.testing.assert_array_equal(constant_value(packed_weight(dense)), vnni_packed(constant_value(dense0.weight)))
     assert not constant_value(dense.operands[2]).any()
     zx = int(constant_value(dense0.operands[2]))
     w = constant_value(dense0.weight).astype(np.int64)
@@ -205,6 +209,11 @@ def test_constant_weights_are_packed_at_compile_time():
     bias0 = constant_value(next(iter(dense0.results[0].uses)).operation.bias)
     bias = constant_value(next(iter(dense.results[0].uses)).operation.bias)
     np.testing.assert_array_equal(bias, bias0 - zx * (w.sum(axis=1) - 20 * zw))
+    # The unpacking ops (what code other than libbyoc runs) give the weights back.
+    got = byoc.run_reference(main.parent_op(), inputs())
+    want = byoc.run_reference(parse_text(text), inputs())
+    for g, w_ in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w_)
 
 
 DENSE_NO_BIAS = """
@@ -259,3 +268,146 @@ def test_per_channel_zero_weight_points_become_a_scalar(dtype):
     got = byoc.compile(text, targets=["ccompiler"])(*inputs())
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+def odd_model(dtype: str) -> str:
+    """Products whose shapes leave partial blocks everywhere in libbyoc: 70
+    output channels (4 whole blocks of 16 and 6 lanes; 4 vectors and 1 per
+    register block), 13 and 99 rows (not multiples of 6), depth 37 (a partial
+    group of 4 bytes) and 45 (patches padded to 48), batches of 2, a strided
+    conv2d, per-channel weight zero points that are not zero (the data sums)."""
+    rng = np.random.default_rng(23)
+    q = "ui8" if dtype == "uint8" else "i8"
+    low, high = (0, 255) if dtype == "uint8" else (-128, 127)
+
+    def t(shape, element):
+        return f"tensor<{'x'.join(map(str, shape))}x{element}>"
+
+    lines = [
+        f"func.func @main(%x: {t((2, 5, 9, 11), 'f32')}, %v: {t((2, 13, 37), 'f32')}) -> "
+        f"({t((2, 70, 9, 11), 'f32')}, {t((2, 70, 4, 5), 'f32')}, {t((2, 13, 70), 'f32')}) {{",
+        f"  %s = {_dense(np.asarray(0.05, F32), 'f32')}",
+        f"  %z = {_dense(np.asarray(int(rng.integers(low + 30, high - 30)), np.int32), 'i32')}",
+        f"  %zero = {_dense(np.asarray(0, np.int32), 'i32')}",
+        f"  %os = {_dense(np.asarray(0.3, F32), 'f32')}",
+        f"  %oz = {_dense(np.asarray(int(rng.integers(low + 30, high - 30)), np.int32), 'i32')}",
+        f"  %ws = {_dense((0.02 * rng.uniform(0.5, 2.0, 70)).astype(F32), 'f32')}",
+        f"  %wz = {_dense(rng.integers(-4, 5, 70).astype(np.int32), 'i32')}",
+        f"  %is = {_dense((0.001 * rng.uniform(0.5, 2.0, 70)).astype(F32), 'f32')}",
+        f'  %qx = relay.qnn.quantize %x, %s, %z {{out_dtype = "{dtype}"}} : ({t((2, 5, 9, 11), "f32")}, tensor<f32>, tensor<i32>) -> {t((2, 5, 9, 11), q)}',
+        f'  %qv = relay.qnn.quantize %v, %s, %z {{out_dtype = "{dtype}"}} : ({t((2, 13, 37), "f32")}, tensor<f32>, tensor<i32>) -> {t((2, 13, 37), q)}',
+    ]
+    products = [
+        ("c", "relay.qnn.conv2d", "%qx", (2, 5, 9, 11), (70, 5, 3, 3), (2, 70, 9, 11), 1,
+         " {padding = array<i64: 1, 1, 1, 1>}"),
+        ("k", "relay.qnn.conv2d", "%qx", (2, 5, 9, 11), (70, 5, 3, 3), (2, 70, 4, 5), 1,
+         " {strides = array<i64: 2, 2>}"),
+        ("d", "relay.qnn.dense", "%qv", (2, 13, 37), (70, 37), (2, 13, 70), 2, ""),
+    ]
+    results = []
+    for name, root, data, data_shape, w_shape, out_shape, axis, attrs in products:
+        weight = rng.integers(-128, 128, w_shape).astype(np.int8)
+        lines += [
+            f"  %{name}w = {_dense(weight, 'i8')}",
+            f"  %{name}0 = {root} {data}, %{name}w, %z, %wz, %s, %ws{attrs} : ({t(data_shape, q)}, "
+            f"{t(w_shape, 'i8')}, tensor<i32>, tensor<70xi32>, tensor<f32>, tensor<70xf32>) -> {t(out_shape, 'i32')}",
+            f'  %{name}1 = relay.qnn.requantize %{name}0, %is, %zero, %os, %oz {{axis = {axis} : i64, out_dtype = "{dtype}"}} : '
+            f"({t(out_shape, 'i32')}, tensor<70xf32>, tensor<i32>, tensor<f32>, tensor<i32>) -> {t(out_shape, q)}",
+            f"  %{name}2 = relay.qnn.dequantize %{name}1, %os, %oz : ({t(out_shape, q)}, tensor<f32>, tensor<i32>) -> {t(out_shape, 'f32')}",
+        ]
+        results.append((f"%{name}2", t(out_shape, "f32")))
+    lines += [f"  func.return {', '.join(r for r, _ in results)} : {', '.join(t_ for _, t_ in results)}", "}"]
+    return "\n".join(lines)
+
+
+def odd_inputs() -> list[np.ndarray]:
+    rng = np.random.default_rng(29)
+    return [
+        (rng.standard_normal((2, 5, 9, 11)) * 3).astype(F32),
+        (rng.standard_normal((2, 13, 37)) * 3).astype(F32),
+    ]
+
+
+@pytest.fixture(scope="module", params=["uint8", "int8"])
+def odd_case(request):
+    """`odd_model(dtype)`'s text, the reference's outputs, and the compiled model."""
+    text = odd_model(request.param)
+    want = byoc.run_reference(parse_text(text), odd_inputs())
+    return text, want, byoc.compile(text, targets=["ccompiler"])
+
+
+def test_odd_shapes_match_the_reference(odd_case):
+    text, want, model = odd_case
+    assert model.c_source.count("byoc_rt_int8_products(") == 3
+    for i, (got, expected) in enumerate(zip(model(*odd_inputs()), want, strict=True)):
+        np.testing.assert_array_equal(got, expected, err_msg=f"output {i}")
+        assert len(np.unique(expected)) > 50  # real values, not all saturated
+
+
+def _cpu_has_vnni() -> bool:
+    from pathlib import Path
+
+    info = Path("/proc/cpuinfo")
+    flags = info.read_text().split() if info.exists() else []
+    return "avx512_vnni" in flags and "avx512bw" in flags
+
+
+def test_the_products_run_on_vnni_where_the_cpu_has_it():
+    from byoc.runtime import libbyoc
+
+    assert libbyoc.int8_uses_vnni() == _cpu_has_vnni()
+
+
+PORTABLE_SCRIPT = """
+import sys
+import numpy as np
+import byoc
+from byoc.runtime import libbyoc
+
+text = open(sys.argv[1]).read()
+inputs = list(np.load(sys.argv[2]).values())
+outputs = byoc.compile(text, targets=["ccompiler"])(*inputs)
+np.savez(sys.argv[3], *outputs)
+print("vnni", libbyoc.int8_uses_vnni())
+"""
+
+
+def test_the_portable_products_match_the_reference(odd_case, tmp_path):
+    """libbyoc's loop for CPUs without VNNI ($BYOC_RT_INT8_PORTABLE forces it,
+    read once per process: run in a process of its own)."""
+    import os
+    import subprocess
+    import sys
+
+    text, want, _ = odd_case
+    (tmp_path / "model.mlir").write_text(text)
+    np.savez(tmp_path / "inputs.npz", *odd_inputs())
+    (tmp_path / "run.py").write_text(PORTABLE_SCRIPT)
+    env = {**os.environ, "BYOC_RT_INT8_PORTABLE": "1"}
+    proc = subprocess.run(
+        [sys.executable, str(tmp_path / "run.py"), str(tmp_path / "model.mlir"),
+         str(tmp_path / "inputs.npz"), str(tmp_path / "out.npz")],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "vnni False" in proc.stdout
+    got = list(np.load(tmp_path / "out.npz").values())
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_libbyoc_int8_builds_without_vnni(tmp_path):
+    """The portable loop is what a CPU without AVX-512 VNNI compiles: it builds
+    warning-free with VNNI's macro undefined."""
+    import shlex
+    import subprocess
+
+    from byoc.runtime import libbyoc
+    from byoc.runtime.toolchain import compiler
+
+    cmd = [
+        *shlex.split(compiler()), *libbyoc._flags(), "-U__AVX512VNNI__", f"-I{libbyoc.SOURCE_DIR}",
+        "-c", str(libbyoc.SOURCE_DIR / "int8.c"), "-o", str(tmp_path / "int8.o"),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

@@ -126,4 +126,20 @@ typedef struct byoc_rt_product {
 int32_t byoc_rt_dense(const byoc_rt_product *product, const float *a, const float *weight,
                       const float *bias, const float *residual, float *out);
 
+/* ---- int8 products ----------------------------------------------------------
+ * tile[r * row_step + u * unit_step] = sum_k data[(first_row + r) * stride + k]
+ * * w[u][k] for r < rows, u < units, k < depth: data unsigned bytes, w signed
+ * bytes packed at compile time as [ceil(units / 16)][ceil(depth / 4)][16][4]
+ * (blocks of 16 output channels, each step of 4 bytes of k for all 16 side by
+ * side: byoc.backends.ccompiler_int8.vnni_packed), zeros after `units` and
+ * `depth`. The sums are exact (int32). */
+void byoc_rt_int8_products(int64_t rows, int64_t units, int64_t depth, const void *data,
+                           int64_t first_row, int64_t stride, const void *weight,
+                           int32_t *tile, int64_t row_step, int64_t unit_step);
+
+/* Whether byoc_rt_int8_products runs on AVX-512 VNNI (1) or on its portable
+ * loop (0: the CPU or the compiler has no VNNI, or $BYOC_RT_INT8_PORTABLE is
+ * set to anything but 0 when the first product runs). */
+int32_t byoc_rt_int8_uses_vnni(void);
+
 #endif
