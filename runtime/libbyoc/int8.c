@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 #include <immintrin.h>
 #define INT8_VNNI 1
 #else
@@ -111,7 +111,7 @@ static void portable_products(const int8_job *j, int64_t rows) {
  * lane (vpdpbusd), in place. Not _mm512_dpbusd_epi32 on an array of
  * accumulators: GCC 12 copies each accumulator to another register before
  * every one and, with 24 of them, spills them inside the loop (half speed). */
-#define DPBUSD(acc, d, w) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(d), "vm"(w))
+#define DPBUSD(acc, d, w) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(d), "v"(w))
 
 /* The register block's 6 x 4 accumulators by name (r, v); those of rows >= mr
  * or blocks >= nv (enum constants of the function) are never used. */
@@ -144,6 +144,46 @@ static void portable_products(const int8_job *j, int64_t rows) {
     EACH_RV(PRODUCT)                                                                    \
   } while (0)
 
+/* r[i] = column i of the 8 x 8 matrix of rows r[0..7]. */
+static inline void transpose8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+  }
+  for (int i = 0; i < 4; i++) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+/* A register block's sums into a tile of [channel][row] (a conv2d's: its
+ * output is NCHW): 8 x 8 transposes, then each channel's mr sums stored at
+ * once. One int32 at a time, these stores cost more than the products of a
+ * 3-channel 3x3 convolution (27 bytes deep). */
+static void put_columns(const int8_job *j, int64_t row, int64_t nb, int nv, int mr,
+                        int32_t sums[INT8_MR][INT8_NV][INT8_LANES]) {
+  for (int v = 0; v < nv; v++) {
+    int lanes = (int)min64(INT8_LANES, j->units - (nb + v) * INT8_LANES);
+    for (int half = 0; half < INT8_LANES / 8; half++) {
+      __m256 r[8];
+      for (int i = 0; i < 8; i++)
+        r[i] = i < mr ? _mm256_loadu_ps((const float *)&sums[i][v][8 * half]) : _mm256_setzero_ps();
+      transpose8(r);
+      for (int l = 0; l < 8 && 8 * half + l < lanes; l++) {
+        int32_t *out = j->tile + row + ((nb + v) * INT8_LANES + 8 * half + l) * j->unit_step;
+        _mm256_mask_storeu_epi32(out, (__mmask8)((1u << mr) - 1u), _mm256_castps_si256(r[l]));
+      }
+    }
+  }
+}
+
 /* Rows [row, row + mr) times packed blocks [nb, nb + nv). */
 #define VNNI_BODY                                                                       \
   const int64_t full = j->depth / INT8_GROUP, tail = j->depth % INT8_GROUP;             \
@@ -157,6 +197,10 @@ static void portable_products(const int8_job *j, int64_t rows) {
     VNNI_STEP(full * INT8_GROUP, w + full * INT8_LANES * INT8_GROUP, tail);             \
   int32_t sums[INT8_MR][INT8_NV][INT8_LANES] __attribute__((aligned(64)));              \
   EACH_RV(SAVE)                                                                         \
+  if (j->row_step == 1 && j->unit_step != 1) {                                          \
+    put_columns(j, row, nb, nv, mr, sums);                                              \
+    return;                                                                             \
+  }                                                                                     \
   for (int r = 0; r < mr; r++)                                                          \
     for (int v = 0; v < nv; v++)                                                        \
       put(j, row + r, nb + v, (int)min64(INT8_LANES, j->units - (nb + v) * INT8_LANES), \
