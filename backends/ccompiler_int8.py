@@ -336,7 +336,8 @@ def pack_int8_weights(op: Operation) -> None:
     - a `relay.qnn.dense` of uint8 data with a constant zero point zx gets zero
       point 0 and the bias `- zx * (sum_k w[n, k] - K * zw[n])` added to its
       bias (exact in int32: `sum (x - zx)(w - zw) = sum x (w - zw) - zx sum (w - zw)`),
-      so its kernel sums no weights;
+      so its kernel sums no weights; of int8 data, which the kernel reads as
+      `x + 128`, zero point -128 and `zx + 128` in the bias;
     - a weight zero point of per-channel zeros becomes the scalar 0.
     """
     if isinstance(op, relay.QnnConv2dOp | relay.QnnDenseOp):
@@ -433,12 +434,16 @@ def _fold_dense_zero_point(op: relay.QnnDenseOp) -> None:
         weight is None
         or data_zero is None
         or weight_zero is None
-        or _element(op.data) != UINT8
+        or _element(op.data) not in (UINT8, INT8)
         or _element(op.weight) != INT8
         or data_zero.size != 1
-        or not data_zero.any()
         or len(_shape(op.data)) < 2
     ):
+        return
+    # The kernel reads int8 data as uint8 (x + 128): its zero point becomes
+    # -128 (x + 128 - 0), and (zx + 128) times the weight sums moves to the bias.
+    shift = 128 if _element(op.data) == INT8 else 0
+    if int(data_zero.reshape(-1)[0]) + shift == 0:
         return
     import numpy as np
 
@@ -453,12 +458,12 @@ def _fold_dense_zero_point(op: relay.QnnDenseOp) -> None:
         bias = constant_value(bias_op.bias)
         if bias is None or _channel_axis(bias_op, rank) != rank - 1:
             return
-    zx = np.int64(data_zero.reshape(-1)[0])
+    zx = np.int64(data_zero.reshape(-1)[0]) + shift
     zw = np.broadcast_to(weight_zero.reshape(-1).astype(np.int64), (units,))
     correction = -zx * (weight.astype(np.int64).sum(axis=1) - depth * zw)
     total = correction if bias is None else correction + bias.astype(np.int64)
     folded = _insert_before(op, relay.ConstantOp.from_numpy(total.astype(np.int32)))
-    zero = _insert_before(op, relay.ConstantOp.from_numpy(np.zeros(data_zero.shape, data_zero.dtype)))
+    zero = _insert_before(op, relay.ConstantOp.from_numpy(np.full(data_zero.shape, -shift, data_zero.dtype)))
     old_zero = op.operands[2].owner
     op.operands[2] = zero.results[0]
     _erase_if_unused(old_zero if isinstance(old_zero, Operation) else None)
@@ -598,7 +603,8 @@ class KernelParams:
     """The requantized element type (None: int32 output)."""
     adds: list[AddParams] = field(default_factory=list)
     data_zero_is_zero: bool = False
-    """Unsigned data whose zero point is a constant 0: no weight sums needed."""
+    """Data whose zero point is a constant 0 as the kernel reads them (uint8:
+    0; int8, read as `x + 128`: -128): no weight sums needed."""
 
     @staticmethod
     def of(chain: Chain, args: list[SSAValue]) -> KernelParams:
@@ -622,9 +628,9 @@ class KernelParams:
         return KernelParams(
             data, weight, data_zero, weight_zero, bias, in_scale, in_zero, out_scale,
             out_zero, args[-1], bounds, known is not None and not known.any(), element, adds,
-            _element(chain.root.operands[0]) == UINT8
-            and known_data is not None
-            and not known_data.any(),
+            known_data is not None
+            and known_data.size == 1
+            and int(known_data.reshape(-1)[0]) + (128 if _element(chain.root.operands[0]) == INT8 else 0) == 0,
         )
 
 

@@ -411,3 +411,27 @@ def test_libbyoc_int8_builds_without_vnni(tmp_path):
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_int8_dense_data_get_zero_point_minus_128():
+    """alter_op on a dense of int8 data: zero point -128 (what the kernel reads,
+    `x + 128`, minus 0) and `(zx + 128)` times the weight sums in the bias, so
+    the kernel sums no weights per call; the result is unchanged."""
+    from byoc.dialects.relay.qnn import constant_value
+
+    text = fused_model("int8", True)
+    before = next(iter(parse_text(text).ops))
+    dense0 = next(op for op in before.body.block.ops if isinstance(op, relay.QnnDenseOp))
+    main = _annotated(text)
+    dense = next(op for op in main.body.block.ops if isinstance(op, relay.QnnDenseOp))
+    assert int(constant_value(dense.operands[2])) == -128
+    zx = int(constant_value(dense0.operands[2])) + 128
+    w = constant_value(dense0.weight).astype(np.int64)
+    zw = constant_value(dense0.operands[3]).astype(np.int64)
+    bias0 = constant_value(next(iter(dense0.results[0].uses)).operation.bias)
+    bias = constant_value(next(iter(dense.results[0].uses)).operation.bias)
+    np.testing.assert_array_equal(bias, bias0 - zx * (w.sum(axis=1) - 20 * zw))
+    got = byoc.run_reference(main.parent_op(), inputs())
+    want = byoc.run_reference(parse_text(text), inputs())
+    for g, w_ in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w_)
