@@ -735,14 +735,14 @@ def _prepare(
     if p.in_scale is not None:
         multiplier = alloc(b, MemRefType(f32, (units,)))
         multiplier.name_hint = "multiplier"
-    sums = None if p.data_zero_is_zero else _weight_sums(b, p.weight)
+    sums = None if p.data_zero_is_zero else _weight_sums(b, p.weight, units, depth)
     n_b, (n,) = nest(b, (units,), ["n"])
     if sums is None:
         value = n_b.constant(0, I32)
     else:
         w_zero = parameter(n_b, p.weight_zero, n)
         value = _mul(n_b, data_zero, _mul(n_b, n_b.constant(depth, I32), w_zero))
-        value = _sub(n_b, value, _mul(n_b, data_zero, load(n_b, sums, [n])))
+        value = _sub(n_b, value, _mul(n_b, data_zero, load(n_b, sums, [0, n])))
     if p.bias is not None:
         value = _add(n_b, value, load(n_b, p.bias, [n]))
     if p.in_zero is not None:
@@ -759,18 +759,18 @@ def _prepare(
     return correction, multiplier
 
 
-def _weight_sums(b: BodyBuilder, packed: SSAValue) -> SSAValue:
-    """`sums[n] = sum_k w[n, k]` from the packed weight, in the packed order
-    (the padding adds zeros; `sums` has a whole number of blocks)."""
-    blocks, groups, lanes, group = shape_of(packed)
-    sums = alloc(b, MemRefType(I32, (blocks * lanes,)))
+def _weight_sums(b: BodyBuilder, packed: SSAValue, units: int, depth: int) -> SSAValue:
+    """`sums[0, n] = sum_k w[n, k]`: libbyoc's products of a row of ones with
+    the packed weight (one `vpdpbusd` per 64 bytes of it, not a loop over its
+    bytes adding each to a sum in memory)."""
+    ones = alloc(b, MemRefType(UINT8, (1, depth)))
+    ones.name_hint = "ones"
+    o_b, (k,) = nest(b, (depth,), ["k"])
+    store(o_b, o_b.constant(1, UINT8), ones, [0, k])
+    sums = alloc(b, MemRefType(I32, (1, units)))
     sums.name_hint = "weight_sums"
-    z_b, (n,) = nest(b, (blocks * lanes,), ["n"])
-    store(z_b, z_b.constant(0, I32), sums, [n])
-    w_b, (nb, g, lane, i) = nest(b, (blocks, groups, lanes, group), ["nb", "g", "l", "i"])
-    at = [index_add(w_b, index_mul(w_b, nb, lanes), lane)]
-    total = _add(w_b, load(w_b, sums, at), _signed_i32(w_b, load(w_b, packed, [nb, g, lane, i])))
-    store(w_b, total, sums, at)
+    tile_products(b, ones, 0, 1, depth, packed, sums, rows_first=True)
+    dealloc(b, ones)
     return sums
 
 

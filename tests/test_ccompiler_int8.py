@@ -338,7 +338,7 @@ def odd_case(request):
 
 def test_odd_shapes_match_the_reference(odd_case):
     text, want, model = odd_case
-    assert model.c_source.count("byoc_rt_int8_products(") == 3
+    assert model.c_source.count("byoc_rt_int8_products(") >= 3  # and the weight sums
     for i, (got, expected) in enumerate(zip(model(*odd_inputs()), want, strict=True)):
         np.testing.assert_array_equal(got, expected, err_msg=f"output {i}")
         assert len(np.unique(expected)) > 50  # real values, not all saturated
