@@ -274,8 +274,9 @@ def odd_model(dtype: str) -> str:
     """Products whose shapes leave partial blocks everywhere in libbyoc: 70
     output channels (4 whole blocks of 16 and 6 lanes; 4 vectors and 1 per
     register block), 13 and 99 rows (not multiples of 6), depth 37 (a partial
-    group of 4 bytes) and 45 (patches padded to 48), batches of 2, a strided
-    conv2d, per-channel weight zero points that are not zero (the data sums)."""
+    group of 4 bytes) and 45 (patches padded to 48), batches of 2, strided,
+    dilated and unevenly padded conv2ds, per-channel weight zero points that
+    are not zero (the data sums)."""
     rng = np.random.default_rng(23)
     q = "ui8" if dtype == "uint8" else "i8"
     low, high = (0, 255) if dtype == "uint8" else (-128, 127)
@@ -285,7 +286,7 @@ def odd_model(dtype: str) -> str:
 
     lines = [
         f"func.func @main(%x: {t((2, 5, 9, 11), 'f32')}, %v: {t((2, 13, 37), 'f32')}) -> "
-        f"({t((2, 70, 9, 11), 'f32')}, {t((2, 70, 4, 5), 'f32')}, {t((2, 13, 70), 'f32')}) {{",
+        f"({t((2, 70, 9, 11), 'f32')}, {t((2, 70, 4, 5), 'f32')}, {t((2, 70, 4, 11), 'f32')}, {t((2, 13, 70), 'f32')}) {{",
         f"  %s = {_dense(np.asarray(0.05, F32), 'f32')}",
         f"  %z = {_dense(np.asarray(int(rng.integers(low + 30, high - 30)), np.int32), 'i32')}",
         f"  %zero = {_dense(np.asarray(0, np.int32), 'i32')}",
@@ -302,6 +303,8 @@ def odd_model(dtype: str) -> str:
          " {padding = array<i64: 1, 1, 1, 1>}"),
         ("k", "relay.qnn.conv2d", "%qx", (2, 5, 9, 11), (70, 5, 3, 3), (2, 70, 4, 5), 1,
          " {strides = array<i64: 2, 2>}"),
+        ("g", "relay.qnn.conv2d", "%qx", (2, 5, 9, 11), (70, 5, 3, 3), (2, 70, 4, 11), 1,
+         " {padding = array<i64: 2, 1, 0, 3>, dilation = array<i64: 2, 2>, strides = array<i64: 2, 1>}"),
         ("d", "relay.qnn.dense", "%qv", (2, 13, 37), (70, 37), (2, 13, 70), 2, ""),
     ]
     results = []
@@ -338,7 +341,7 @@ def odd_case(request):
 
 def test_odd_shapes_match_the_reference(odd_case):
     text, want, model = odd_case
-    assert model.c_source.count("byoc_rt_int8_products(") >= 3  # and the weight sums
+    assert model.c_source.count("byoc_rt_int8_products(") >= 4  # and the weight sums
     for i, (got, expected) in enumerate(zip(model(*odd_inputs()), want, strict=True)):
         np.testing.assert_array_equal(got, expected, err_msg=f"output {i}")
         assert len(np.unique(expected)) > 50  # real values, not all saturated
