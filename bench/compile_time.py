@@ -3,9 +3,14 @@
 Part 1, the light architectures of the onnx wheel with random weights (see
 real_models.py), each in fresh processes:
 
-- cold: `byoc.compile` with an empty cache, for `cblas,ccompiler` and host
-  only (`[]`), with the stages that took longest and the peak memory (RSS)
-  of the process, saving the model included (C compilers not counted);
+- libbyoc: the C runtime's first build on this machine (into an empty runtime
+  folder), wall and CPU; then the shared runtime folder (`$BYOC_RUNTIME_DIR`,
+  default `~/.cache/byoc/runtime`) is warmed, as it is after a machine's first
+  compile: it is built once per machine, compiler and flags, not per model;
+- cold: `byoc.compile` with an empty cache (libbyoc built), for
+  `cblas,ccompiler` and host only (`[]`), with the stages that took longest
+  and the peak memory (RSS) of the process, saving the model included (C
+  compilers not counted);
 - cached: `byoc.compile` of the same file in a new process;
 - load: `byoc.load` of the saved model;
 - ort: `onnxruntime.InferenceSession` on the same file.
@@ -80,6 +85,15 @@ def work(task: dict) -> dict:
         ort.InferenceSession(task["path"], providers=["CPUExecutionProvider"])
         return {"seconds": time.perf_counter() - start, "peak": _peak()}
     os.environ["BYOC_CACHE_DIR"] = task["cache"]
+    if kind == "libbyoc":  # its first build, into an empty runtime folder
+        os.environ["BYOC_RUNTIME_DIR"] = task["runtime"]
+        from byoc.runtime import libbyoc
+
+        libbyoc.build_key()  # the compiler's version and the CPU: not the build's
+        cpu = _cpu()
+        start = time.perf_counter()
+        libbyoc.library()
+        return {"seconds": time.perf_counter() - start, "cpu": _cpu() - cpu}
     import numpy as np
 
     import byoc
@@ -206,8 +220,35 @@ def _top_stages(timings: dict[str, float], count: int = 4) -> str:
     return ", ".join(f"{n} {s:.2f}" for s, n in stages[:count])
 
 
+def bench_libbyoc(repeat: int) -> None:
+    """libbyoc's first build on this machine (into empty runtime folders), then
+    the shared runtime folder warmed, so the cold compiles below leave it out:
+    it is built once per machine, compiler and flags, not per model or cache."""
+    from byoc.runtime import libbyoc
+
+    wall: list[float] = []
+    cpu: list[float] = []
+    for _ in range(repeat):
+        runtime = tempfile.mkdtemp(prefix="byoc-bench-runtime-")
+        try:
+            result = measure({"kind": "libbyoc", "cache": runtime, "runtime": runtime})
+        finally:
+            shutil.rmtree(runtime, ignore_errors=True)
+        if "error" in result:
+            print(f"libbyoc's first build FAILED: {result['error']}")
+            return
+        wall.append(result["seconds"])
+        cpu.append(result["cpu"])
+    print(f"libbyoc (the C runtime, built once per machine): first build {_stat(wall)} s wall, "
+          f"{_stat(cpu)} CPU-s")
+    path = libbyoc.library()
+    print(f"  warm in {path.parent.parent} before the models: their cold compiles leave it out")
+    print()
+
+
 def bench_models(names: list[str], folder: Path, repeat: int) -> None:
     print(f"Real models (random weights), seconds; median (min) of {repeat}; peak RSS in MB")
+    print("cold: empty compile cache, libbyoc already built (see above)")
     header = (
         f"{'model':13} {'MB':>5} {'targets':16} {'cold s':>12} {'cold cpu':>12} {'cached s':>12} {'load s':>7} "
         f"{'ort s':>7} {'peak':>6}  slowest stages (cold)"
@@ -325,6 +366,7 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} (timings are noisy on a shared machine)")
     if not args.no_models:
+        bench_libbyoc(args.repeat)
         folder = Path(args.workdir)
         folder.mkdir(parents=True, exist_ok=True)
         bench_models([m for m in args.models.split(",") if m], folder, args.repeat)

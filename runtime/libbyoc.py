@@ -1,10 +1,15 @@
 """libbyoc, the C runtime library generated code links against: its one pool
 of threads and the hand-written kernels (runtime/libbyoc/*.c, byoc_runtime.h).
 
-It is compiled once per C compiler, flags and CPU into the compile cache
-(`<cache>/libbyoc-<key>/libbyoc_runtime_<key>.so`, its soname the file name)
-and loaded into the process with global symbols before any library that calls
-it, so every model of a process shares one pool. Generated C includes
+It is runtime code, not a model's: it is built once per machine, C compiler,
+flags and CPU into a folder of its own that every compile cache shares
+(`runtime_dir()`: `$BYOC_RUNTIME_DIR`, default `~/.cache/byoc/runtime`), as
+`libbyoc-<key>/libbyoc_runtime_<key>.so` (its soname the file name), the key
+a hash of its sources, the compiler and its version, the flags and the CPU.
+Its translation units compile on every core at once; processes that build it
+at the same time take turns on a lock, so one builds and the others find it.
+It is loaded into the process with global symbols before any library that
+calls it, so every model of a process shares one pool. Generated C includes
 `byoc_runtime.h` (`compile_flags()`) and leaves libbyoc's symbols undefined; a
 backend lists `library()` first in its `Artifact.libraries` (saved models
 carry it and load it first) and in `Artifact.vendor_libraries` with
@@ -24,6 +29,9 @@ import shlex
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -31,7 +39,19 @@ from byoc.frontend.diagnostics import ByocError
 
 SOURCE_DIR = Path(__file__).resolve().parent / "libbyoc"
 HEADER = "byoc_runtime.h"
-SOURCES = ("threads.c", "scratch.c", "conv2d.c", "depthwise.c", "dense.c", "int8.c")
+SOURCES = (
+    "conv2d_columns32.c",
+    "conv2d_columns16.c",
+    "dense.c",
+    "int8.c",
+    "conv2d_rows.c",
+    "threads.c",
+    "depthwise.c",
+    "conv2d.c",
+    "scratch.c",
+)
+"""Its translation units, the longest to compile first (the COLUMNS tiles are
+most of the build), so the cores finish together."""
 
 FLAGS = ("-std=c11", "-fPIC", "-Wall", "-Wextra", "-Werror", "-Wno-psabi", "-pthread", "-ffp-contract=fast")
 """Besides `optimisation_flags()`. The kernels' `a += w * x` must become fused
@@ -51,8 +71,19 @@ def include_dir() -> Path:
     return SOURCE_DIR
 
 
+def runtime_dir() -> Path:
+    """Where libbyoc's builds are kept: `$BYOC_RUNTIME_DIR`, else
+    `~/.cache/byoc/runtime`, whatever `$BYOC_CACHE_DIR` says (a model's cache
+    entries are compiled against it; it is no model's)."""
+    env = os.environ.get("BYOC_RUNTIME_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "byoc" / "runtime"
+
+
+@cache
 def _source_text() -> str:
-    return "".join((SOURCE_DIR / name).read_text() for name in (HEADER, "kernels.h", *SOURCES))
+    """Every C source and header of libbyoc, each under its name."""
+    paths = sorted(SOURCE_DIR.glob("*.[ch]"))
+    return "".join(f"{path.name}\0{path.read_text()}" for path in paths)
 
 
 def _flags() -> tuple[str, ...]:
@@ -61,39 +92,78 @@ def _flags() -> tuple[str, ...]:
     return (*optimisation_flags(), *FLAGS)
 
 
+@contextmanager
+def _exclusive(lock: Path) -> Iterator[None]:
+    """Hold `lock` against other processes (an flock; none where there is no fcntl)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: concurrent builds each rename a whole file into place
+        yield
+        return
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _compile(cmd: list[str]) -> None:
+    from byoc.runtime.toolchain import COMPILER_SLOTS
+
+    with COMPILER_SLOTS:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ByocError(
+            "error: the C compiler rejected libbyoc (a byoc bug):\n"
+            f"$ {' '.join(cmd)}\n{proc.stderr.strip()}"
+        )
+
+
+def _compile_and_link(tmp: Path, name: str, flags: tuple[str, ...]) -> Path:
+    """libbyoc compiled and linked in the folder `tmp`: each source a compiler
+    process of its own, as many at once as there are cores."""
+    from byoc.runtime.toolchain import compiler
+
+    cc = shlex.split(compiler())
+    objects = [tmp / f"{Path(source).stem}.o" for source in SOURCES]
+    commands = [
+        [*cc, *flags, f"-I{SOURCE_DIR}", "-c", str(SOURCE_DIR / source), "-o", str(obj)]
+        for source, obj in zip(SOURCES, objects)
+    ]
+    workers = max(1, min(len(commands), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="byoc-libbyoc") as pool:
+        for future in [pool.submit(_compile, cmd) for cmd in commands]:
+            future.result()
+    out = tmp / name
+    _compile([*cc, *flags, "-shared", *map(str, objects), "-o", str(out), f"-Wl,-soname,{name}", "-lm"])
+    return out
+
+
 @cache
-def _build(key: str, flags: tuple[str, ...]) -> Path:
-    from byoc.runtime.toolchain import cache_dir, compiler
+def _build(directory: Path, key: str, flags: tuple[str, ...]) -> Path:
+    import shutil
+
+    from byoc.runtime.progress import stage
 
     name = f"libbyoc_runtime_{key[:16]}.so"
-    directory = cache_dir() / f"libbyoc-{key[:16]}"
-    target = directory / name
+    folder = directory / f"libbyoc-{key[:16]}"
+    target = folder / name
     if target.exists():
         return target
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise ByocError(f"error: cannot create {directory}: {err}") from None
-    with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as tmp:
-        out = Path(tmp) / name
-        cmd = [
-            *shlex.split(compiler()),
-            *flags,
-            f"-I{SOURCE_DIR}",
-            "-shared",
-            *(str(SOURCE_DIR / s) for s in SOURCES),
-            "-o",
-            str(out),
-            f"-Wl,-soname,{name}",
-            "-lm",
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise ByocError(
-                "error: the C compiler rejected libbyoc (a byoc bug):\n"
-                f"$ {' '.join(cmd)}\n{proc.stderr.strip()}"
-            )
-        os.replace(out, target)
+        raise ByocError(f"error: cannot create {folder}: {err} (set BYOC_RUNTIME_DIR)") from None
+    with _exclusive(folder / ".lock"):
+        if target.exists():  # another process built it while this one waited
+            return target
+        tmp = Path(tempfile.mkdtemp(dir=folder, prefix=".build-"))
+        try:
+            with stage("libbyoc"):
+                os.replace(_compile_and_link(tmp, name, flags), target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
@@ -103,7 +173,7 @@ def build_key() -> str:
     from byoc.runtime.toolchain import compiler, compiler_version
 
     cc = compiler()
-    parts = [_source_text(), cc, compiler_version(cc), host_cpu()[0], *_flags()]
+    parts = [_source_text(), *SOURCES, cc, compiler_version(cc), *host_cpu(), *_flags()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -116,7 +186,7 @@ both built it, 2 CPU-s each)."""
 def library() -> Path:
     """libbyoc's shared object for this compiler, flags and CPU (built if needed)."""
     with _BUILDING:
-        return _build(build_key(), _flags())
+        return _build(runtime_dir(), build_key(), _flags())
 
 
 def compile_flags() -> tuple[str, ...]:

@@ -198,8 +198,9 @@ def have_compiler() -> bool:
 
 # --- Libraries of several translation units, compiled concurrently -------------
 
-_SLOTS = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
-"""C compiler processes running at once, across every compile in this process."""
+COMPILER_SLOTS = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
+"""C compiler processes running at once, across every compile in this process
+(libbyoc's build takes them too)."""
 
 
 def _digest(*parts: str) -> str:
@@ -219,7 +220,7 @@ def _run_compiler(cmd: list[str]) -> None:
     its errors are the backend's (backends/errors.py)."""
     from byoc.runtime.progress import stage
 
-    with _SLOTS, stage("C compile"):
+    with COMPILER_SLOTS, stage("C compile"):
         proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise CCompileError(" ".join(cmd), proc.stderr.strip())

@@ -543,12 +543,14 @@ def test_the_library_is_built_once_and_named_by_its_build():
 def test_codegens_in_threads_build_the_library_once(tmp_path, monkeypatch):
     """cblas's and ccompiler's codegens ask for libbyoc at once: one thread
     builds it, the other waits and gets the same file."""
-    monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path))
-    builds = []
+    libbyoc.build_key()  # the compiler's version, read before the fake compiler below
+    monkeypatch.setenv("BYOC_RUNTIME_DIR", str(tmp_path))
+    links = []
 
     def fake_compiler(cmd, **kwargs):  # noqa: ANN001, ANN202 - subprocess.run's shape
-        builds.append(cmd)
-        time.sleep(0.2)  # both threads are inside library() meanwhile
+        if "-shared" in cmd:
+            links.append(cmd)
+            time.sleep(0.2)  # both threads are inside library() meanwhile
         Path(cmd[cmd.index("-o") + 1]).write_bytes(b"")
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
@@ -562,8 +564,85 @@ def test_codegens_in_threads_build_the_library_once(tmp_path, monkeypatch):
         for t in threads:
             t.join()
     finally:
-        libbyoc._build.cache_clear()  # the next caller builds in its own cache
-    assert len(builds) == 1 and len(paths) == 2 and paths[0] == paths[1]
+        libbyoc._build.cache_clear()  # the next caller builds in its own folder
+    assert len(links) == 1 and len(paths) == 2 and paths[0] == paths[1]
+    assert paths[0].parent.parent == tmp_path
+    assert [p.name for p in paths[0].parent.iterdir() if p.name.startswith(".build-")] == []
+
+
+def test_the_library_is_shared_by_every_compile_cache(tmp_path, monkeypatch):
+    """It is built into the runtime folder, not into a model cache: a compile
+    with an empty cache does not build it again."""
+    path = libbyoc.library()
+    assert path.parent.parent == libbyoc.runtime_dir()
+    monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path / "cache"))
+    assert libbyoc.library() == path
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_build_the_compiler_rejects_is_one_clear_error(tmp_path, monkeypatch):
+    libbyoc.build_key()
+    monkeypatch.setenv("BYOC_RUNTIME_DIR", str(tmp_path))
+
+    def failing_compiler(cmd, **kwargs):  # noqa: ANN001, ANN202 - subprocess.run's shape
+        return subprocess.CompletedProcess(cmd, 1, "", "conv2d.c:1:1: error: no")
+
+    libbyoc._build.cache_clear()
+    monkeypatch.setattr(subprocess, "run", failing_compiler)
+    try:
+        with pytest.raises(byoc.ByocError, match="(?s)rejected libbyoc.*error: no"):
+            libbyoc.library()
+    finally:
+        libbyoc._build.cache_clear()
+    folder = next(tmp_path.iterdir())
+    assert sorted(p.name for p in folder.iterdir()) == [".lock"]  # no half-built library
+
+
+FAKE_CC = r"""
+import pathlib, sys, time
+args = sys.argv[1:]
+if "--version" in args:
+    print("fake-cc 1.0")
+    sys.exit(0)
+if "-shared" in args:
+    folder = pathlib.Path({folder!r})
+    with open(folder / "links", "a") as log:
+        log.write("link\n")
+    # Hold the build until both processes have asked for the library.
+    for _ in range(100):
+        if len(list(folder.glob("ready-*"))) == 2:
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)
+pathlib.Path(args[args.index("-o") + 1]).write_bytes(b"")
+"""
+
+ASK = r"""
+import os, pathlib, sys
+from byoc.runtime import libbyoc
+pathlib.Path(sys.argv[1], f"ready-{os.getpid()}").touch()
+print(libbyoc.library())
+"""
+
+
+def test_processes_building_at_once_build_the_library_once(tmp_path):
+    """Two processes with an empty runtime folder ask for libbyoc at once: one
+    builds it while the other waits on the lock, then finds it."""
+    (tmp_path / "fake_cc.py").write_text(FAKE_CC.format(folder=str(tmp_path)))
+    env = {
+        **os.environ,
+        "CC": f"{sys.executable} {tmp_path / 'fake_cc.py'}",
+        "BYOC_RUNTIME_DIR": str(tmp_path / "runtime"),
+    }
+    procs = [
+        subprocess.Popen([sys.executable, "-c", ASK, str(tmp_path)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outputs = [proc.communicate(timeout=120) for proc in procs]
+    assert all(proc.returncode == 0 for proc in procs), outputs
+    assert outputs[0][0] == outputs[1][0] and outputs[0][0].strip().endswith(".so")
+    assert (tmp_path / "links").read_text() == "link\n"
 
 
 # --- Saved and exported models -----------------------------------------------

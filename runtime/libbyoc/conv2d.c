@@ -20,72 +20,17 @@
  *            transposed store.
  * Vectors are GCC/Clang vector extensions: with -march=native they become
  * AVX-512 (or AVX2, NEON) instructions, with 24 accumulators in registers.
+ * This file is the driver; the tiles are in conv2d_rows.c and
+ * conv2d_columns*.c (translation units of their own, see conv2d.h).
  */
 #define _GNU_SOURCE
 #include "byoc_runtime.h"
-#include "kernels.h"
+#include "conv2d.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
 #include <stdlib.h>
 #include <string.h>
 
-#define ROWS_MR 8          /* output channels per ROWS tile */
-#define ROWS_NV 3          /* vectors of pixels per ROWS tile */
-#define ROWS_NR (ROWS_NV * LANES)
-#define ROWS_BLOCK 4       /* ROWS panels a chunk computes (32 channels) */
-#define ROWS_RANGE 16      /* ROWS tiles a chunk computes (768 grid positions) */
-#define COLS_WIDTH 32      /* output channels per COLUMNS panel */
-#define COLS_NR 12         /* pixels per COLUMNS tile */
-
-
-
-
-
-/* ---- ROWS: 8 channels x up to 48 pixels ----------------------------------- */
-
-/* acc[r][v] = sum_k a[k][r] * b[offset[k] + 16 v ...]: `a` a packed panel [K][8]. */
-static inline __attribute__((always_inline)) void
-rows_product(const int nv, int64_t k, const float *restrict a, const float *restrict b,
-             const int64_t *restrict offset, vec acc[ROWS_MR][ROWS_NV]) {
-#pragma GCC unroll 8
-  for (int r = 0; r < ROWS_MR; r++)
-#pragma GCC unroll 3
-    for (int v = 0; v < nv; v++)
-      acc[r][v] = splat(0.0f);
-  for (int64_t kk = 0; kk < k; kk++) {
-    const float *bk = b + offset[kk];
-    vec x[ROWS_NV];
-#pragma GCC unroll 3
-    for (int v = 0; v < nv; v++)
-      x[v] = load(bk + v * LANES);
-#pragma GCC unroll 8
-    for (int r = 0; r < ROWS_MR; r++) {
-      float weight = a[kk * ROWS_MR + r];
-#pragma GCC unroll 3
-      for (int v = 0; v < nv; v++)
-        acc[r][v] += weight * x[v];
-    }
-  }
-}
-
-/* Where a ROWS tile's outputs go: output pixel (y, x) is grid position
- * y * grid + x, for x < width (grid positions x >= width are not outputs). */
-typedef struct rows_out {
-  float *out;
-  const float *residual; /* at the same place as out, or NULL */
-  const float *bias;     /* of the tile's first channel, or NULL */
-  int64_t plane;         /* floats between two output channels */
-  int64_t rows;          /* channels of the tile that exist (<= 8) */
-  int64_t grid, width;   /* grid row pitch and output row width */
-  int64_t first, count;  /* the tile's grid positions [first, first + count) */
-  int64_t at[ROWS_NV];   /* output offset of each vector, -1 if it is not 16
-                            outputs side by side */
-} rows_out;
-
+/* Where each vector of a ROWS tile goes (`at`). */
 static void rows_place(rows_out *t) {
   /* Without grid positions past the rows' ends (a 1x1 convolution reading
    * the image as it is) the outputs are contiguous across rows. */
@@ -96,224 +41,6 @@ static void rows_place(rows_out *t) {
     t->at[v] = whole ? g / t->grid * t->width + x : -1;
   }
 }
-
-static inline __attribute__((always_inline)) void
-rows_store(const int nv, vec acc[ROWS_MR][ROWS_NV], const rows_out *t, const epilogue *e) {
-  for (int v = 0; v < nv; v++) {
-    int64_t at = t->at[v];
-    if (at >= 0 && t->rows == ROWS_MR) {
-#pragma GCC unroll 8
-      for (int r = 0; r < ROWS_MR; r++) {
-        vec y = acc[r][v] + (t->bias != NULL ? t->bias[r] : 0.0f);
-        if (t->residual != NULL)
-          y += load(t->residual + r * t->plane + at);
-        store(t->out + r * t->plane + at, act_vector(e, y));
-      }
-      continue;
-    }
-    /* A vector crossing the end of an output row, or a partial tile. */
-    float lane[ROWS_MR][LANES];
-#pragma GCC unroll 8
-    for (int r = 0; r < ROWS_MR; r++)
-      store(lane[r], acc[r][v]);
-    int64_t g = t->first + v * LANES;
-    int64_t lanes = min64(LANES, t->count - v * LANES);
-    for (int64_t l = 0; l < lanes; l++) {
-      int64_t x = (g + l) % t->grid;
-      if (x >= t->width)
-        continue;
-      int64_t atl = (g + l) / t->grid * t->width + x;
-      for (int64_t r = 0; r < t->rows; r++) {
-        float y = lane[r][l] + (t->bias != NULL ? t->bias[r] : 0.0f);
-        if (t->residual != NULL)
-          y += t->residual[r * t->plane + atl];
-        t->out[r * t->plane + atl] = act_scalar(e, y);
-      }
-    }
-  }
-}
-
-/* Ask for the output's cache lines while the product is computed: stores
- * to lines not in cache would otherwise wait for them at the end. */
-static inline void rows_prefetch(const int nv, const rows_out *t) {
-  for (int v = 0; v < nv; v++) {
-    if (t->at[v] < 0)
-      continue;
-    for (int r = 0; r < ROWS_MR; r++)
-      __builtin_prefetch(t->out + r * t->plane + t->at[v], 1, 3);
-  }
-}
-
-#define ROWS_TILE(nv)                                                                  \
-  static void rows_tile_##nv(int64_t k, const float *restrict a, const float *restrict b, \
-                             const int64_t *restrict offset, const rows_out *t,         \
-                             const epilogue *e) {                                      \
-    vec acc[ROWS_MR][ROWS_NV];                                                         \
-    rows_prefetch(nv, t);                                                              \
-    rows_product(nv, k, a, b, offset, acc);                                            \
-    rows_store(nv, acc, t, e);                                                         \
-  }
-ROWS_TILE(1)
-ROWS_TILE(2)
-ROWS_TILE(3)
-
-typedef void (*rows_fn)(int64_t, const float *restrict, const float *restrict,
-                        const int64_t *restrict, const rows_out *, const epilogue *);
-static const rows_fn ROWS_TILES[ROWS_NV + 1] = {NULL, rows_tile_1, rows_tile_2, rows_tile_3};
-
-/* ---- COLUMNS: 32 (or 16) channels x up to 12 pixels ------------------------ */
-
-/* Where a COLUMNS tile's outputs go: channel o, tile pixel q at
- * out[o * plane + q] (and the residual at the same place). */
-typedef struct columns_out {
-  float *out;
-  const float *residual; /* or NULL */
-  const float *bias;     /* 32 of them (zero-padded), or NULL */
-  int64_t plane;         /* floats between two output channels */
-  int64_t rows;          /* channels of the panel that exist (<= 32) */
-} columns_out;
-
-#ifdef __AVX512F__
-/* Transpose the 16x16 matrix in r (rows become columns) in registers: 64
- * shuffles instead of 256 scalar moves through memory. */
-static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 8; i++) { /* pairs of rows interleaved, within 128-bit lanes */
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; i++) { /* s[4i + j], lane L: column 4L + j of rows 4i..4i+3 */
-    __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
-    __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
-    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-  }
-  for (int j = 0; j < 4; j++) { /* gather lane L of r[j], r[4 + j], r[8 + j], r[12 + j] */
-    __m512 u0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
-    __m512 u1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);
-    __m512 u2 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
-    __m512 u3 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
-    t[j] = _mm512_shuffle_f32x4(u0, u2, 0x88);
-    t[4 + j] = _mm512_shuffle_f32x4(u1, u3, 0x88);
-    t[8 + j] = _mm512_shuffle_f32x4(u0, u2, 0xdd);
-    t[12 + j] = _mm512_shuffle_f32x4(u1, u3, 0xdd);
-  }
-  for (int i = 0; i < 16; i++)
-    r[i] = t[i];
-}
-#endif
-
-/* out[o][q] for q < nr, o < 16 nv = act(sum_k a[k][o] * b[offset[k] + q * step]
- * + bias[o] + residual[o][q]): `a` a packed panel [K][32] (nv = 1: only its
- * first 16 channels exist). The accumulators hold channels along vectors;
- * the output has pixels along rows, so they are transposed on the way out:
- * in registers with AVX-512, else through `tile` ([12][32]) and scalar moves. */
-static inline __attribute__((always_inline)) void
-columns_product(const int nv, const int nr, int64_t k, const float *restrict a,
-                const float *restrict b, const int64_t *restrict offset, int64_t step,
-                const columns_out *t, const epilogue *e, float *restrict tile) {
-  vec acc[COLS_NR][2];
-#pragma GCC unroll 12
-  for (int q = 0; q < nr; q++)
-#pragma GCC unroll 2
-    for (int v = 0; v < nv; v++)
-      acc[q][v] = splat(0.0f);
-  for (int64_t kk = 0; kk < k; kk++) {
-    const float *bk = b + offset[kk];
-    vec w[2];
-#pragma GCC unroll 2
-    for (int v = 0; v < nv; v++)
-      w[v] = load(a + kk * COLS_WIDTH + v * LANES);
-#pragma GCC unroll 12
-    for (int q = 0; q < nr; q++) {
-      float x = bk[q * step];
-#pragma GCC unroll 2
-      for (int v = 0; v < nv; v++)
-        acc[q][v] += x * w[v];
-    }
-  }
-#ifdef __AVX512F__
-  (void)tile;
-  const __mmask16 lanes = (__mmask16)((1u << nr) - 1);
-#pragma GCC unroll 2
-  for (int v = 0; v < nv; v++) {
-    __m512 r[16];
-#pragma GCC unroll 16
-    for (int q = 0; q < 16; q++)
-      r[q] = q < nr ? (__m512)acc[q][v] : _mm512_setzero_ps();
-    transpose16(r);
-    int64_t rows = min64(LANES, t->rows - v * LANES);
-#pragma GCC unroll 16
-    for (int o = 0; o < 16; o++) {
-      if (o >= rows)
-        break;
-      int64_t at = (v * LANES + o) * t->plane;
-      vec y = (vec)r[o];
-      if (t->bias != NULL)
-        y += t->bias[v * LANES + o];
-      if (t->residual != NULL)
-        y += (vec)_mm512_maskz_loadu_ps(lanes, t->residual + at);
-      _mm512_mask_storeu_ps(t->out + at, lanes, (__m512)act_vector(e, y));
-    }
-  }
-#else
-  vec add[2] = {splat(0.0f), splat(0.0f)};
-  if (t->bias != NULL) {
-    add[0] = load(t->bias);
-    if (nv == 2)
-      add[1] = load(t->bias + LANES);
-  }
-#pragma GCC unroll 12
-  for (int q = 0; q < nr; q++)
-#pragma GCC unroll 2
-    for (int v = 0; v < nv; v++) {
-      vec y = acc[q][v] + add[v];
-      store(tile + q * COLS_WIDTH + v * LANES, t->residual == NULL ? act_vector(e, y) : y);
-    }
-  for (int64_t o = 0; o < t->rows; o++) {
-    float *dst = t->out + o * t->plane;
-    if (t->residual == NULL) {
-      for (int q = 0; q < nr; q++)
-        dst[q] = tile[q * COLS_WIDTH + o];
-      continue;
-    }
-    const float *res = t->residual + o * t->plane;
-    for (int q = 0; q < nr; q++)
-      dst[q] = act_scalar(e, tile[q * COLS_WIDTH + o] + res[q]);
-  }
-#endif
-}
-
-typedef void (*columns_fn)(int64_t, const float *restrict, const float *restrict,
-                           const int64_t *restrict, int64_t, const columns_out *,
-                           const epilogue *, float *restrict);
-
-#define COLUMNS_TILE(nv, nr)                                                         \
-  static void columns_tile_##nv##_##nr(int64_t k, const float *restrict a,           \
-                                       const float *restrict b,                      \
-                                       const int64_t *restrict offset, int64_t step, \
-                                       const columns_out *t, const epilogue *e,      \
-                                       float *restrict tile) {                       \
-    columns_product(nv, nr, k, a, b, offset, step, t, e, tile);                      \
-  }
-#define COLUMNS_TILES(nv)                                                            \
-  COLUMNS_TILE(nv, 1) COLUMNS_TILE(nv, 2) COLUMNS_TILE(nv, 3) COLUMNS_TILE(nv, 4)     \
-  COLUMNS_TILE(nv, 5) COLUMNS_TILE(nv, 6) COLUMNS_TILE(nv, 7) COLUMNS_TILE(nv, 8)     \
-  COLUMNS_TILE(nv, 9) COLUMNS_TILE(nv, 10) COLUMNS_TILE(nv, 11) COLUMNS_TILE(nv, 12)
-COLUMNS_TILES(1)
-COLUMNS_TILES(2)
-
-static const columns_fn COLUMNS_TILES_OF[3][COLS_NR + 1] = {
-    {NULL},
-    {NULL, columns_tile_1_1, columns_tile_1_2, columns_tile_1_3, columns_tile_1_4,
-     columns_tile_1_5, columns_tile_1_6, columns_tile_1_7, columns_tile_1_8,
-     columns_tile_1_9, columns_tile_1_10, columns_tile_1_11, columns_tile_1_12},
-    {NULL, columns_tile_2_1, columns_tile_2_2, columns_tile_2_3, columns_tile_2_4,
-     columns_tile_2_5, columns_tile_2_6, columns_tile_2_7, columns_tile_2_8,
-     columns_tile_2_9, columns_tile_2_10, columns_tile_2_11, columns_tile_2_12},
-};
 
 /* ---- The convolution -------------------------------------------------------- */
 
@@ -405,7 +132,7 @@ static void rows_chunk(void *context, int64_t index) {
         .count = count,
     };
     rows_place(&t);
-    rows_fn fn = ROWS_TILES[ceil_div(count, LANES)];
+    rows_fn fn = byoc_rows_tiles[ceil_div(count, LANES)];
     for (int64_t panel = panel0; panel < panel1; panel++) {
       int64_t o0 = panel * ROWS_MR;
       rows_out part = t;
@@ -457,7 +184,7 @@ static void columns_chunk(void *context, int64_t index) {
         .plane = j->pixels,
         .rows = rows,
     };
-    COLUMNS_TILES_OF[nv][x1 - x0](j->k, a, source + y * row_step + x0 * step, j->offset,
+    (nv == 2 ? byoc_columns32_tiles : byoc_columns16_tiles)[x1 - x0](j->k, a, source + y * row_step + x0 * step, j->offset,
                                   step, &place, &j->e, tile);
   }
 }

@@ -1,0 +1,92 @@
+/* ROWS register tiles of the convolution (conv2d.c): 8 output channels x up
+ * to 48 pixels, three vectors along the pixels times a broadcast weight. A
+ * translation unit of its own so libbyoc's build compiles it beside the others.
+ */
+#include "conv2d.h"
+
+/* acc[r][v] = sum_k a[k][r] * b[offset[k] + 16 v ...]: `a` a packed panel [K][8]. */
+static inline __attribute__((always_inline)) void
+rows_product(const int nv, int64_t k, const float *restrict a, const float *restrict b,
+             const int64_t *restrict offset, vec acc[ROWS_MR][ROWS_NV]) {
+#pragma GCC unroll 8
+  for (int r = 0; r < ROWS_MR; r++)
+#pragma GCC unroll 3
+    for (int v = 0; v < nv; v++)
+      acc[r][v] = splat(0.0f);
+  for (int64_t kk = 0; kk < k; kk++) {
+    const float *bk = b + offset[kk];
+    vec x[ROWS_NV];
+#pragma GCC unroll 3
+    for (int v = 0; v < nv; v++)
+      x[v] = load(bk + v * LANES);
+#pragma GCC unroll 8
+    for (int r = 0; r < ROWS_MR; r++) {
+      float weight = a[kk * ROWS_MR + r];
+#pragma GCC unroll 3
+      for (int v = 0; v < nv; v++)
+        acc[r][v] += weight * x[v];
+    }
+  }
+}
+
+static inline __attribute__((always_inline)) void
+rows_store(const int nv, vec acc[ROWS_MR][ROWS_NV], const rows_out *t, const epilogue *e) {
+  for (int v = 0; v < nv; v++) {
+    int64_t at = t->at[v];
+    if (at >= 0 && t->rows == ROWS_MR) {
+#pragma GCC unroll 8
+      for (int r = 0; r < ROWS_MR; r++) {
+        vec y = acc[r][v] + (t->bias != NULL ? t->bias[r] : 0.0f);
+        if (t->residual != NULL)
+          y += load(t->residual + r * t->plane + at);
+        store(t->out + r * t->plane + at, act_vector(e, y));
+      }
+      continue;
+    }
+    /* A vector crossing the end of an output row, or a partial tile. */
+    float lane[ROWS_MR][LANES];
+#pragma GCC unroll 8
+    for (int r = 0; r < ROWS_MR; r++)
+      store(lane[r], acc[r][v]);
+    int64_t g = t->first + v * LANES;
+    int64_t lanes = min64(LANES, t->count - v * LANES);
+    for (int64_t l = 0; l < lanes; l++) {
+      int64_t x = (g + l) % t->grid;
+      if (x >= t->width)
+        continue;
+      int64_t atl = (g + l) / t->grid * t->width + x;
+      for (int64_t r = 0; r < t->rows; r++) {
+        float y = lane[r][l] + (t->bias != NULL ? t->bias[r] : 0.0f);
+        if (t->residual != NULL)
+          y += t->residual[r * t->plane + atl];
+        t->out[r * t->plane + atl] = act_scalar(e, y);
+      }
+    }
+  }
+}
+
+/* Ask for the output's cache lines while the product is computed: stores
+ * to lines not in cache would otherwise wait for them at the end. */
+static inline void rows_prefetch(const int nv, const rows_out *t) {
+  for (int v = 0; v < nv; v++) {
+    if (t->at[v] < 0)
+      continue;
+    for (int r = 0; r < ROWS_MR; r++)
+      __builtin_prefetch(t->out + r * t->plane + t->at[v], 1, 3);
+  }
+}
+
+#define ROWS_TILE(nv)                                                                  \
+  static void rows_tile_##nv(int64_t k, const float *restrict a, const float *restrict b, \
+                             const int64_t *restrict offset, const rows_out *t,         \
+                             const epilogue *e) {                                      \
+    vec acc[ROWS_MR][ROWS_NV];                                                         \
+    rows_prefetch(nv, t);                                                              \
+    rows_product(nv, k, a, b, offset, acc);                                            \
+    rows_store(nv, acc, t, e);                                                         \
+  }
+ROWS_TILE(1)
+ROWS_TILE(2)
+ROWS_TILE(3)
+
+const rows_fn byoc_rows_tiles[ROWS_NV + 1] = {NULL, rows_tile_1, rows_tile_2, rows_tile_3};
