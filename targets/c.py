@@ -371,9 +371,11 @@ def dead_operations(block: Block, dead: set[Operation]) -> None:
         for region in op.regions:
             for nested in region.blocks:
                 dead_operations(nested, dead)
-        if _is_removable(op) and all(
+        # Uses first: most ops have a live one, and `_is_removable` asks for
+        # memory effects, which walk a loop's whole body.
+        if all(
             use.operation in dead for result in op.results for use in result.uses
-        ):
+        ) and _is_removable(op):
             dead.add(op)
 
 
