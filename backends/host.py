@@ -28,8 +28,8 @@ from byoc.runtime.jit import (
     HostObject,
     JitModule,
     add_entry_wrapper,
-    compile_llvm_ir,
-    translate_to_llvm_ir,
+    compile_in_parallel,
+    to_llvmlite,
 )
 from byoc.runtime.progress import stage
 
@@ -154,9 +154,9 @@ def lower_host(
 
         weights = {"symbol": weights_symbol, "size": layout.size} if layout.entries else None
         embed_signature(llvm_module, signature_name(entry), {**signature, "weights": weights})
-    llvm_ir = translate_to_llvm_ir(llvm_module)
+    translated = to_llvmlite(llvm_module)
     with stage("host JIT"):
-        return compile_llvm_ir(llvm_ir, companions), layout
+        return compile_in_parallel(translated, companions), layout
 
 
 def compile_host(

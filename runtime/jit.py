@@ -15,7 +15,9 @@ generated once, as a relocatable object, which MCJIT links in memory
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from os import PathLike
@@ -73,6 +75,12 @@ def host_target_machine(*, jit: bool) -> llvm.TargetMachine:
 def optimise(module: llvm.ModuleRef, target_machine: llvm.TargetMachine) -> None:
     """Run LLVM's O3 pipeline, with loop and SLP vectorisation but no loop
     unrolling, on `module`."""
+    passes = _pass_builder(module, target_machine)
+    passes.getModulePassManager().run(module, passes)
+
+
+def _pass_builder(module: llvm.ModuleRef, target_machine: llvm.TargetMachine):  # noqa: ANN202
+    """`optimise`'s pipeline for `module`, whose triple and data layout it sets."""
     module.triple = target_machine.triple
     module.data_layout = str(target_machine.target_data)
     tuning = llvm.create_pipeline_tuning_options(speed_level=3)
@@ -83,8 +91,7 @@ def optimise(module: llvm.ModuleRef, target_machine: llvm.TargetMachine) -> None
     # takes 3-4x longer to optimise and emit and runs 3x slower (ResNet-50:
     # compile 2x, run 1.6x slower). Vectorised loops stay interleaved.
     tuning.loop_unrolling = False
-    passes = llvm.create_pass_builder(target_machine, tuning)
-    passes.getModulePassManager().run(module, passes)
+    return llvm.create_pass_builder(target_machine, tuning)
 
 
 def translate_to_llvm_ir(module: ModuleOp) -> str:
@@ -94,6 +101,11 @@ def translate_to_llvm_ir(module: ModuleOp) -> str:
     functions (internal lets LLVM drop a function it inlined everywhere),
     `noinline`, and the alignment of globals.
     """
+    return str(to_llvmlite(module))
+
+
+def to_llvmlite(module: ModuleOp) -> ir.Module:
+    """The llvmlite module of an llvm-dialect module (see `translate_to_llvm_ir`)."""
     with garbage_collector_paused():
         # convert_module would build one llvmlite constant per element of a
         # weight (seconds for 25 MB) only for them to be replaced by bytes:
@@ -125,7 +137,7 @@ def translate_to_llvm_ir(module: ModuleOp) -> str:
                 if variable.linkage == "external" and op.value is not None:
                     # A definition: LLVM IR spells external linkage by omitting it.
                     variable.linkage = ""
-        return str(llvm_module)
+        return llvm_module
 
 
 def _initialise_from_bytes(op: llvm_dialect.GlobalOp, variable: ir.GlobalVariable):
@@ -269,6 +281,132 @@ def compile_llvm_ir(llvm_ir: str, companions: Sequence[str] = ()) -> HostObject:
     optimise(module, target_machine)
     defined = {f.name for f in module.functions if not f.is_declaration}
     return HostObject(target_machine.emit_object(module), module, defined)
+
+
+def compile_in_parallel(
+    llvm_module: ir.Module, companions: Sequence[str] = (), shares: int | None = None
+) -> HostObject:
+    """`compile_llvm_ir(str(llvm_module), companions)`, LLVM's optimiser running
+    on several cores (`shares` threads, by default one per core when the module
+    is large).
+
+    LLVM optimises one function at a time, and llvmlite lets one thread into
+    LLVM at a time (a process-wide lock). So the functions are dealt into
+    `shares` (balanced by size), each printed as a module of its own, where
+    the other shares' functions are only declared and every global is
+    defined (available_externally, but in the first share: LLVM may still
+    read a constant's value); threads parse and optimise the shares in LLVM
+    contexts of their own, outside llvmlite's lock; the optimised modules are
+    linked and emitted as one object, with the linkage each symbol had.
+    Functions without `noinline` (small helpers LLVM should inline) stay
+    defined, available_externally, wherever they are not owned.
+    """
+    if companions:  # linked before optimising (the profiler's timers inline)
+        return compile_llvm_ir(str(llvm_module), companions)
+    functions = [f for f in llvm_module.functions if f.blocks]
+    sizes = {f.name: sum(len(b.instructions) for b in f.blocks) for f in functions}
+    count = min(shares or parallel_shares(), len(functions))
+    if count < 2 or (shares is None and sum(sizes.values()) < PARALLEL_MIN_INSTRUCTIONS):
+        return compile_llvm_ir(str(llvm_module), companions)
+    owner = _deal(functions, sizes, count)
+    texts = [_share_text(llvm_module, owner, k) for k in range(count)]
+    initialise_llvm()
+    with ThreadPoolExecutor(count - 1, thread_name_prefix="byoc-llvm") as pool:
+        others = [pool.submit(_optimise_share, text) for text in texts[1:]]
+        bitcodes = [_optimise_share(texts[0])] + [f.result() for f in others]
+    module = llvm.parse_bitcode(bitcodes[0])
+    for bitcode in bitcodes[1:]:
+        module.link_in(llvm.parse_bitcode(bitcode))
+    linkages = {f.name: f.linkage for f in llvm_module.functions}
+    linkages.update({g.name: g.linkage for g in llvm_module.global_values if isinstance(g, ir.GlobalVariable)})
+    for value in (*module.functions, *module.global_variables):
+        linkage = linkages.get(value.name)
+        if linkage in ("internal", "private") and not value.is_declaration:
+            value.linkage = linkage
+    target_machine = host_target_machine(jit=False)
+    # Internal again, what the shares inlined everywhere goes.
+    cleanup = llvm.create_new_module_pass_manager()
+    cleanup.add_global_dead_code_eliminate_pass()
+    cleanup.run(module, llvm.create_pass_builder(target_machine, llvm.create_pipeline_tuning_options()))
+    module.triple = target_machine.triple
+    module.data_layout = str(target_machine.target_data)
+    defined = {f.name for f in module.functions if not f.is_declaration}
+    return HostObject(target_machine.emit_object(module), module, defined)
+
+
+PARALLEL_MIN_INSTRUCTIONS = 20000
+"""LLVM instructions below which a module is optimised in one piece: about
+half a CPU-second of LLVM, where threads would cost more than they save."""
+
+
+def parallel_shares() -> int:
+    """How many threads optimise a large host module: the cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _deal(functions: list[ir.Function], sizes: dict[str, int], count: int) -> dict[str, int]:
+    """Each function's share: the largest first, each to the lightest share."""
+    owner: dict[str, int] = {}
+    load = [0] * count
+    for function in sorted(functions, key=lambda f: -sizes[f.name]):
+        lightest = load.index(min(load))
+        owner[function.name] = lightest
+        load[lightest] += sizes[function.name]
+    return owner
+
+
+def _share_text(llvm_module: ir.Module, owner: dict[str, int], share: int) -> str:
+    """LLVM IR of share `share` (see `compile_in_parallel`): `llvm_module` printed
+    with its linkages and bodies changed for the time it takes."""
+    saved: list[tuple[ir.GlobalValue, str, list | None]] = []
+    try:
+        for value in llvm_module.global_values:
+            if isinstance(value, ir.Function):
+                if not value.blocks:
+                    continue
+                saved.append((value, value.linkage, value.blocks))
+                if owner[value.name] == share:
+                    value.linkage = ""  # called from the other shares
+                elif "noinline" in value.attributes:
+                    value.blocks = []
+                    value.linkage = ""
+                else:
+                    value.linkage = "available_externally"
+            elif isinstance(value, ir.GlobalVariable) and value.initializer is not None:
+                saved.append((value, value.linkage, None))
+                value.linkage = "" if share == 0 else "available_externally"
+        for value, _, _ in saved:
+            value._clear_string_cache()  # llvmlite caches what it printed
+        return str(llvm_module)
+    finally:
+        for value, linkage, blocks in saved:
+            value.linkage = linkage
+            if blocks is not None:
+                value.blocks = blocks
+            value._clear_string_cache()
+
+
+def _optimise_share(text: str) -> bytes:
+    """Parse and optimise one share in an LLVM context of its own; its bitcode.
+
+    The optimiser runs outside llvmlite's lock (its own context and target
+    machine: LLVM allows that on several threads at once); everything else
+    takes the lock as usual.
+    """
+    context = llvm.create_context()
+    try:
+        module = llvm.parse_assembly(text, context)
+        module.verify()
+    except RuntimeError as err:
+        raise ByocError(f"error: invalid LLVM IR for the host: {err}") from None
+    target_machine = host_target_machine(jit=False)
+    passes = _pass_builder(module, target_machine)
+    unlocked = llvm.ffi.lib._lib  # the same functions, without llvmlite's lock
+    unlocked.LLVMPY_RunNewModulePassManager(passes.getModulePassManager(), module, passes)
+    return module.as_bitcode()
 
 
 class JitModule(LoadedHost):

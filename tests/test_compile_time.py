@@ -116,6 +116,35 @@ def test_models_larger_than_the_budget_compile_and_match(targets, monkeypatch):
     assert "_part" in model.host.llvm_ir and "noinline" in model.host.llvm_ir
 
 
+@pytest.mark.parametrize("shares", [2, 3])
+def test_host_parts_optimised_on_several_threads_match(shares, monkeypatch, tmp_path):
+    """A host module cut into parts is optimised as `shares` modules on
+    threads of their own, then linked: the same answers as one module, every
+    part compiled once and internal again, and the object saves and loads."""
+    from byoc.runtime import jit
+
+    monkeypatch.setattr(host, "MAX_OPS", 5)
+    monkeypatch.setattr(jit, "parallel_shares", lambda: shares)
+    monkeypatch.setattr(jit, "PARALLEL_MIN_INSTRUCTIONS", 0)
+    optimised: list[int] = []
+    optimise_share = jit._optimise_share
+    monkeypatch.setattr(jit, "_optimise_share", lambda text: (optimised.append(1), optimise_share(text))[1])
+    module = mixed(60, seed=5)
+    want = run_reference(module.clone(), inputs())
+    model = byoc.compile(module, targets=[], cache=False)
+    assert len(optimised) == shares
+    for g, w in zip(model(*inputs()), want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    ir = model.host.llvm_ir
+    parts = [line for line in ir.splitlines() if line.startswith("define") and "_part" in line]
+    assert len(parts) > shares and all(line.startswith("define internal") for line in parts)
+    assert len(parts) == len(set(parts))
+    model.save(tmp_path / "model.byoc")
+    loaded = byoc.load(tmp_path / "model.byoc")
+    for g, w in zip(loaded(*inputs()), want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
 def test_a_long_chain_compiles_once_per_distinct_part():
     """8,000 ops alternating between ccompiler and the host: 4,000 identical
     regions become one function, `main` a few hundred calls of one part."""

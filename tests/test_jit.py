@@ -24,6 +24,9 @@ from byoc.passes.convert_loops_to_llvm import ConvertLoopsToLLVMPass
 from byoc.runtime.jit import (
     JitModule,
     add_entry_wrapper,
+    compile_in_parallel,
+    compile_llvm_ir,
+    to_llvmlite,
     emit_object,
     pointer_array,
     translate_to_llvm_ir,
@@ -536,6 +539,75 @@ func.func @main(%a: memref<8xf32>, %out: memref<8xf32>) -> i32 {
     out = np.zeros(8, np.float32)
     assert run(jit, a, out) == 7
     np.testing.assert_array_equal(out, a + a)
+
+
+SHARED_PIECES = """
+"memref.global"() <{sym_name = "w", sym_visibility = "private", type = memref<8xf32>, initial_value = dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : tensor<8xf32>, constant}> : () -> ()
+func.func private @scale(%a: memref<8xf32>, %out: memref<8xf32>) -> i32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %w = memref.get_global @w : memref<8xf32>
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%i] : memref<8xf32>
+    %y = memref.load %w[%i] : memref<8xf32>
+    %z = arith.mulf %x, %y : f32
+    memref.store %z, %out[%i] : memref<8xf32>
+  }
+  %ok = arith.constant 0 : i32
+  func.return %ok : i32
+}
+func.func private @first(%a: memref<8xf32>, %out: memref<8xf32>) -> i32 attributes {no_inline} {
+  %st = func.call @scale(%a, %out) : (memref<8xf32>, memref<8xf32>) -> i32
+  func.return %st : i32
+}
+func.func private @second(%a: memref<8xf32>, %out: memref<8xf32>) -> i32 attributes {no_inline} {
+  %st = func.call @scale(%a, %out) : (memref<8xf32>, memref<8xf32>) -> i32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %w = memref.get_global @w : memref<8xf32>
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %out[%i] : memref<8xf32>
+    %y = memref.load %w[%i] : memref<8xf32>
+    %z = arith.addf %x, %y : f32
+    memref.store %z, %out[%i] : memref<8xf32>
+  }
+  %seven = arith.constant 7 : i32
+  func.return %seven : i32
+}
+func.func @main(%a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>) -> i32 {
+  %s1 = func.call @first(%a, %b) : (memref<8xf32>, memref<8xf32>) -> i32
+  %s2 = func.call @second(%b, %c) : (memref<8xf32>, memref<8xf32>) -> i32
+  %s = arith.ori %s1, %s2 : i32
+  func.return %s : i32
+}
+"""
+
+
+@pytest.mark.parametrize("shares", [2, 3, 4])
+def test_parallel_shares_link_into_the_same_code(shares):
+    """Functions dealt to several modules optimised apart (a constant and an
+    inlinable helper used from several of them) link into an object that
+    computes what the one-module compile does, with its symbols internal."""
+    module = lower(SHARED_PIECES)
+    whole = JitModule(compile_llvm_ir(translate_to_llvm_ir(module)))
+    split = JitModule(compile_in_parallel(to_llvmlite(module), shares=shares))
+    w = np.arange(1, 9, dtype=np.float32)
+    a = rand(8)
+    for jit in (whole, split):
+        b = np.zeros(8, np.float32)
+        c = np.zeros(8, np.float32)
+        assert run(jit, a, b, c) == 7
+        np.testing.assert_array_equal(b, a * w)
+        np.testing.assert_array_equal(c, a * w * w + w)
+    defined = {line.split("@")[1].split("(")[0] for line in split.llvm_ir.splitlines() if line.startswith("define")}
+    # scale is inlined everywhere, main where it shares entry's module
+    assert {"first", "second", "entry"} <= defined <= {"first", "second", "main", "entry"}
+    lines = split.llvm_ir.splitlines()
+    assert all(line.startswith("define internal") for line in lines
+               if line.startswith("define") and "@entry" not in line)
+    assert all(line.startswith(("@w = internal", "@w = private")) for line in lines if line.startswith("@w "))
 
 
 @needs_gcc
