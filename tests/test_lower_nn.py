@@ -676,13 +676,20 @@ POOLS = [
     Pool((1, 2, 17, 40), (2, 5), (1, 3), (0, 2, 1, 2), dilation=(1, 2), ceil_mode=True),
     # Windows wider than the unrolled ones: maxed tap by tap.
     Pool((1, 2, 11, 13), (3, 9), (2, 3), (1, 4, 1, 3)),
+    # Long rows: padding on either side, ceil mode reaching past it, dilation,
+    # stride 1, a window of 8 columns.
+    Pool((1, 3, 9, 75), (3, 3), (2, 2), (1, 2, 0, 1)),
+    Pool((2, 2, 6, 70), (2, 3), (1, 2), (0, 1, 1, 2), dilation=(2, 1), ceil_mode=True),
+    Pool((1, 1, 5, 40), (3, 3), (1, 1), (1, 1)),
+    Pool((1, 1, 4, 90), (2, 8), (1, 2), (0, 3, 0, 4), dilation=(1, 2)),
 ]
 
 
 @pytest.mark.parametrize("exit", EXITS)
 def test_pool2d(exit):
     cases = [c for i, pool in enumerate(POOLS) for c in pool.cases(seed=i)]
-    for shape in [(2, 3, 5, 7), (1, 1, 1, 1), (1, 4, 2, 1)]:
+    # Rows summed column by column; one row; rows too wide for that (partial sums).
+    for shape in [(2, 3, 5, 7), (1, 1, 1, 1), (1, 4, 2, 1), (1, 2, 1, 9), (1, 2, 3, 300)]:
         cases.append(
             Case(
                 f"global_avg_pool2d {shape}", relay.GlobalAvgPool2dOp, [dyadic(*shape)]

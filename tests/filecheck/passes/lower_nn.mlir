@@ -419,12 +419,13 @@ func.func @conv2d_transpose(%x: tensor<1x2x3x3xf32>, %w: tensor<2x1x3x3xf32>) ->
 // CHECK-NEXT:               %[[S:.*]] = arith.addf %[[O]], %[[P]] : f32
 // CHECK-NEXT:               memref.store %[[S]], %out0[%c0, %c0, %[[Y]], %[[X]]] : memref<1x1x5x5xf32>
 
-// max_pool2d: one output row at a time. The row starts at -inf; each kernel
-// row the input has at this output row (clamped at run time) is maxed in:
-// the outputs whose whole window of columns lies inside the input take every
-// column tap at once (unrolled, vectorisable along the row), the outputs the
-// padding cuts take their taps one at a time. A max is one comparison, a NaN
-// test and a select.
+// max_pool2d: one output row at a time, in two passes over a padded input
+// row, a local array of each plane whose padding (one column each side) is
+// -inf, stored once per plane: the kernel rows the input has at this output
+// row (clamped at run time) maxed into it along the row (contiguous), then
+// each output the max of its window's columns, unrolled, never clamped. A max
+// is `y != y ? y : (y > x ? y : x)`: the inner select a max instruction, the
+// NaN test a branch never taken.
 func.func @max_pool2d(%x: tensor<1x2x7x9xf32>) -> tensor<1x2x4x5xf32> {
   %0 = relay.nn.max_pool2d %x {pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x2x7x9xf32>) -> tensor<1x2x4x5xf32>
   func.return %0 : tensor<1x2x4x5xf32>
@@ -432,34 +433,70 @@ func.func @max_pool2d(%x: tensor<1x2x7x9xf32>) -> tensor<1x2x4x5xf32> {
 
 // CHECK-LABEL:  func.func @max_pool2d(
 // CHECK:          scf.for %c = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       %row = memref.alloca() : memref<11xf32>
+// CHECK-NEXT:       memref.store %cst, %row[%c0] : memref<11xf32>
+// CHECK-NEXT:       memref.store %cst, %row[%c10] : memref<11xf32>
 // CHECK-NEXT:       scf.for %oy = %c0 to %c4 step %c1 {
-// CHECK-NEXT:         scf.for %ox = %c0 to %c5 step %c1 {
-// CHECK-NEXT:           memref.store %cst, %out0[%c0, %c, %oy, %ox]
+// CHECK-NEXT:         scf.for %ix = %c0 to %c9 step %c1 {
+// CHECK-NEXT:           %[[P:.*]] = arith.addi %ix, %c1 : index
+// CHECK-NEXT:           memref.store %cst, %row[%[[P]]] : memref<11xf32>
 // CHECK-NEXT:         }
 // CHECK:              %[[FIRST:.*]] = arith.select
 // CHECK:              %[[END:.*]] = arith.select
 // CHECK-NEXT:         scf.for %ki = %[[FIRST]] to %[[END]] step %c1 {
-// CHECK:                %[[Y2:.*]] = arith.muli %oy, %c2 : index
-// CHECK-NEXT:           %[[ROW:.*]] = arith.addi %[[Y2]], %{{.*}} : index
-// CHECK-NEXT:           scf.for %[[OX:.*]] = %c1 to %c4 step %c1 {
-// CHECK-NEXT:             %[[O:.*]] = memref.load %out0[%c0, %c, %oy, %[[OX]]]
-// CHECK:                  %[[X0:.*]] = memref.load %x[%c0, %c, %[[ROW]], %{{.*}}]
-// CHECK-NEXT:             %[[GT:.*]] = arith.cmpf ogt, %[[X0]], %[[O]] : f32
-// CHECK-NEXT:             %[[NAN:.*]] = arith.cmpf une, %[[X0]], %[[X0]] : f32
-// CHECK-NEXT:             %[[EITHER:.*]] = arith.ori %[[GT]], %[[NAN]] : i1
-// CHECK-NEXT:             %[[M0:.*]] = arith.select %[[EITHER]], %[[X0]], %[[O]] : f32
-// CHECK:                  memref.load %x[%c0, %c, %[[ROW]], %{{.*}}]
-// CHECK:                  memref.load %x[%c0, %c, %[[ROW]], %{{.*}}]
-// CHECK:                  memref.store %{{.*}}, %out0[%c0, %c, %oy, %[[OX]]]
+// CHECK:                arith.muli %oy, %c2 : index
+// CHECK-NEXT:           %[[Y:.*]] = arith.addi
+// CHECK-NEXT:           scf.for %[[IX:.*]] = %c0 to %c9 step %c1 {
+// CHECK-NEXT:             %[[AT:.*]] = arith.addi %[[IX]], %c1 : index
+// CHECK-NEXT:             %[[R:.*]] = memref.load %row[%[[AT]]] : memref<11xf32>
+// CHECK-NEXT:             %[[V:.*]] = memref.load %x[%c0, %c, %[[Y]], %[[IX]]] : memref<1x2x7x9xf32>
+// CHECK-NEXT:             %[[GT:.*]] = arith.cmpf ogt, %[[V]], %[[R]] : f32
+// CHECK-NEXT:             %[[M:.*]] = arith.select %[[GT]], %[[V]], %[[R]] : f32
+// CHECK-NEXT:             %[[NAN:.*]] = arith.cmpf une, %[[V]], %[[V]] : f32
+// CHECK-NEXT:             %[[MAX:.*]] = arith.select %[[NAN]], %[[V]], %[[M]] : f32
+// CHECK-NEXT:             memref.store %[[MAX]], %row[%[[AT]]] : memref<11xf32>
 // CHECK-NEXT:           }
-// CHECK-NEXT:           memref.load %out0[%c0, %c, %oy, %c0]
-// CHECK-NEXT:           memref.load %x[%c0, %c, %[[ROW]], %c0]
-// CHECK:                memref.store %{{.*}}, %out0[%c0, %c, %oy, %c0]
-// CHECK:                memref.load %x[%c0, %c, %[[ROW]], %c1]
-// CHECK:                memref.store %{{.*}}, %out0[%c0, %c, %oy, %c4]
-// CHECK:                memref.load %x[%c0, %c, %[[ROW]], %c8]
-// CHECK:                memref.store %{{.*}}, %out0[%c0, %c, %oy, %c4]
 // CHECK-NEXT:         }
+// CHECK-NEXT:         scf.for %ox = %c0 to %c5 step %c1 {
+// CHECK-NEXT:           %[[X0:.*]] = arith.muli %ox, %c2 : index
+// CHECK-NEXT:           memref.load %row[%[[X0]]] : memref<11xf32>
+// CHECK-NEXT:           %[[X1:.*]] = arith.addi %[[X0]], %c1 : index
+// CHECK-NEXT:           memref.load %row[%[[X1]]] : memref<11xf32>
+// CHECK-COUNT-4:        arith.{{cmpf|select}}
+// CHECK-NEXT:           %[[X2:.*]] = arith.addi %[[X0]], %c2 : index
+// CHECK-NEXT:           memref.load %row[%[[X2]]] : memref<11xf32>
+// CHECK-COUNT-4:        arith.{{cmpf|select}}
+// CHECK-NEXT:           memref.store %{{.*}}, %out0[%c0, %c, %oy, %ox] : memref<1x2x4x5xf32>
+// CHECK-NEXT:         }
+
+// global_avg_pool2d: each plane's columns summed down its rows into a local
+// array (independent adds along the row), then those sums added up and divided.
+func.func @global_avg_pool2d(%x: tensor<1x2x3x5xf32>) -> tensor<1x2x1x1xf32> {
+  %0 = relay.nn.global_avg_pool2d %x : (tensor<1x2x3x5xf32>) -> tensor<1x2x1x1xf32>
+  func.return %0 : tensor<1x2x1x1xf32>
+}
+
+// CHECK-LABEL:  func.func @global_avg_pool2d(
+// CHECK:          scf.for %c = %c0 to %c2 step %c1 {
+// CHECK-NEXT:       %sums = memref.alloca() : memref<5xf32>
+// CHECK-NEXT:       scf.for %ix = %c0 to %c5 step %c1 {
+// CHECK-NEXT:         %[[F:.*]] = memref.load %x[%c0, %c, %c0, %ix]
+// CHECK-NEXT:         memref.store %[[F]], %sums[%ix]
+// CHECK-NEXT:       }
+// CHECK-NEXT:       scf.for %iy = %c1 to %c3 step %c1 {
+// CHECK-NEXT:         scf.for %[[X:.*]] = %c0 to %c5 step %c1 {
+// CHECK-NEXT:           %[[V:.*]] = memref.load %x[%c0, %c, %iy, %[[X]]]
+// CHECK-NEXT:           %[[S:.*]] = memref.load %sums[%[[X]]]
+// CHECK-NEXT:           %[[T:.*]] = arith.addf %[[S]], %[[V]] : f32
+// CHECK-NEXT:           memref.store %[[T]], %sums[%[[X]]]
+// CHECK-NEXT:         }
+// CHECK-NEXT:       }
+// CHECK-NEXT:       %[[S0:.*]] = memref.load %sums[%c0]
+// CHECK-NEXT:       memref.store %[[S0]], %out0[%c0, %c, %c0, %c0]
+// CHECK-NEXT:       scf.for %[[K:.*]] = %c1 to %c5 step %c1 {
+// CHECK-NEXT:         memref.load %sums[%[[K]]]
+// CHECK:            }
+// CHECK:            arith.divf %{{.*}}, %cst{{.*}} : f32
 
 // max_pool3d: the 2-d sweep with a depth loop outside: taps outermost, then
 // the output planes; the loops run over the window, never unrolled.
