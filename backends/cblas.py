@@ -480,12 +480,12 @@ def _composites() -> tuple[Composite, ...]:
         ("clip", (clip,)),
     )
     for suffix, tail in conv_tails:
-        patterns.append(Composite(f"conv2d_{suffix}", (root, *tail), packed_conv_check))
+        patterns.append(Composite(f"conv2d_{suffix}", (root, *tail), packed_conv_check, (add,)))
     for suffix, tail in (
         *conv_tails, ("bias_relu", (bias, relu)), ("bias", (bias,)), ("relu", (relu,)), ("", ()),
     ):
         name = f"shuffle_conv2d_{suffix}".rstrip("_")
-        patterns.append(Composite(name, (*SHUFFLE_OPS, root, *tail), shuffled_conv_check))
+        patterns.append(Composite(name, (*SHUFFLE_OPS, root, *tail), shuffled_conv_check, (add,)))
     root = relay.DenseOp.name
     for suffix, tail in (
         ("bias_gelu", (bias, gelu)),
@@ -495,7 +495,7 @@ def _composites() -> tuple[Composite, ...]:
         ("add", (add,)),
         ("gelu", (gelu,)),
     ):
-        patterns.append(Composite(f"dense_{suffix}", (root, *tail), packed_dense_check))
+        patterns.append(Composite(f"dense_{suffix}", (root, *tail), packed_dense_check, (add,)))
     return tuple(patterns)
 
 

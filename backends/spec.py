@@ -69,7 +69,8 @@ class Composite:
     """A chain of ops a backend takes as one unit, e.g. conv2d → bias_add → relu.
 
     Each op after the first consumes the previous op's result as its first
-    operand, and is that result's only user. Matched ops are annotated
+    operand (or second, for a `commutative` one), and is that result's only
+    user. Matched ops are annotated
     together, before any single-op support is asked, and carry
     `extern.composite = "<backend>.<name>"` so the codegen can fuse them.
     """
@@ -78,6 +79,10 @@ class Composite:
     ops: tuple[str, ...]
     check: Callable[[Sequence[Operation]], str | None] = no_check
     """None to take the matched ops (in chain order), else why not."""
+    commutative: tuple[str, ...] = ()
+    """Ops of the chain whose two operands may come in either order (e.g.
+    `relay.add` for a residual `add(r, conv)`): where the chain's value is the
+    second operand, a match swaps them, so the codegen always finds it first."""
 
 
 Codegen = Callable[[ModuleOp], Artifact]

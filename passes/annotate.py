@@ -77,7 +77,8 @@ def match_chain(
 ) -> list[Operation] | None:
     """The ops of `pattern` starting at `root`, or None if they do not form it.
 
-    Besides the chain value, the ops may only read values defined before the
+    Besides the chain value (an op's first operand, or either of a
+    `commutative` one's two), the ops may only read values defined before the
     root, or made from nothing (constants), so the chain can be one unit
     without any path leaving and re-entering it.
     """
@@ -90,12 +91,17 @@ def match_chain(
         if len(results) != 1:
             return None
         uses = list(results[0].uses)
-        if len(uses) != 1 or uses[0].index != 0:
+        if len(uses) != 1:
             return None
-        user = uses[0].operation
+        user, index = uses[0].operation, uses[0].index
         if user.name != name or TARGET_ATTR in user.attributes:
             return None
-        for operand in user.operands[1:]:
+        swapped = index == 1 and len(user.operands) == 2 and name in pattern.commutative
+        if index != 0 and not swapped:
+            return None
+        for i, operand in enumerate(user.operands):
+            if i == index:
+                continue
             owner = operand.owner
             if (
                 isinstance(owner, Operation)
@@ -180,6 +186,9 @@ def annotate_block(
                             f"{backend.name}: pattern {pattern.name} declined: {reason}"
                         )
                     continue
+                for before, member in zip(chain, chain[1:]):
+                    if member.operands[0] is not before.results[0]:  # commutative
+                        member.operands = (member.operands[1], member.operands[0])
                 for member in chain:
                     member.attributes[TARGET_ATTR] = tag
                     member.attributes[COMPOSITE_ATTR] = name

@@ -262,6 +262,29 @@ def test_other_transposes_before_a_depthwise_conv_are_not_read_in_place():
     assert model.partitioned_ir.count("relay.transpose") == 2
 
 
+def test_a_residual_add_of_the_other_branch_first_is_fused():
+    """`relu(add(main, shortcut_conv))` (ResNet's projection blocks, the
+    shortcut conv last): the add joins the shortcut conv's composite with its
+    operands swapped, and nothing runs outside cblas."""
+    rng = np.random.default_rng(7)
+    w1, w2 = (rng.standard_normal((12, 6, k, k)).astype(np.float32) / 4 for k in (3, 1))
+    bias = rng.standard_normal(12).astype(np.float32)
+
+    def body(e, x):
+        b = e(relay.ConstantOp.from_numpy(bias))
+        main = e(relay.BiasAddOp(e(relay.Conv2dOp(x, e(relay.ConstantOp.from_numpy(w1)),
+                                                  (2, 2), (1, 1, 1, 1))), b, axis=1))
+        shortcut = e(relay.BiasAddOp(e(relay.Conv2dOp(x, e(relay.ConstantOp.from_numpy(w2)),
+                                                      (2, 2))), b, axis=1))
+        return e(relay.ReluOp(e(relay.AddOp(main, shortcut))))
+
+    module = build([(1, 6, 9, 11)], body)
+    model = byoc.compile(module, targets=["cblas", "ccompiler"], cache=False)
+    check(model, module, [rng.standard_normal((1, 6, 9, 11)).astype(np.float32)])
+    assert "ccompiler" not in model.partitioned_ir
+    assert 'extern.composite = "cblas.conv2d_bias_add_relu"' in model.partitioned_ir
+
+
 # --- relay.nn.conv2d_packed on its own ---------------------------------------
 
 
