@@ -404,8 +404,15 @@ def _optimise_share(text: str) -> bytes:
         raise ByocError(f"error: invalid LLVM IR for the host: {err}") from None
     target_machine = host_target_machine(jit=False)
     passes = _pass_builder(module, target_machine)
-    unlocked = llvm.ffi.lib._lib  # the same functions, without llvmlite's lock
-    unlocked.LLVMPY_RunNewModulePassManager(passes.getModulePassManager(), module, passes)
+    manager = passes.getModulePassManager()
+    # llvmlite's raw library: the same functions without its process-wide lock.
+    # A private attribute, so an llvmlite without it takes the locked entry
+    # point (the shares then take turns in LLVM: slower, never wrong).
+    unlocked = getattr(getattr(llvm.ffi.lib, "_lib", None), "LLVMPY_RunNewModulePassManager", None)
+    if unlocked is None:
+        manager.run(module, passes)
+    else:
+        unlocked(manager, module, passes)
     return module.as_bitcode()
 
 

@@ -757,3 +757,19 @@ def test_a_small_entry_called_many_times():
     for _ in range(20_000):
         assert entry(pointer_array(a, b, out)) == 0
     np.testing.assert_array_equal(out, a + b)
+
+
+def test_parallel_shares_without_llvmlites_raw_library(monkeypatch):
+    """An llvmlite without the private unlocked library still compiles the
+    shares (through its locked entry point), to the same answers."""
+    import llvmlite.binding
+
+    wrapper = type(llvmlite.binding.ffi.lib)
+    assert hasattr(wrapper, "_lib")  # else this test checks nothing new
+    monkeypatch.setattr(wrapper, "_lib", property(lambda self: object()))
+    module = lower(SHARED_PIECES)
+    split = JitModule(compile_in_parallel(to_llvmlite(module), shares=2))
+    w = np.arange(1, 9, dtype=np.float32)
+    a, b, c = rand(8), np.zeros(8, np.float32), np.zeros(8, np.float32)
+    assert run(split, a, b, c) == 7
+    np.testing.assert_array_equal(c, a * w * w + w)
