@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
+    Signedness,
     UnitAttr,
     i1,
     i64,
@@ -165,6 +166,11 @@ def compare_integers(b: BodyBuilder, predicate: str, x: SSAValue, y: SSAValue) -
     return b.scalar(
         arith.CmpiOp, x, y, result_type=i1, properties={"predicate": _CMPI_PREDICATES[predicate]}
     )
+
+
+def is_unsigned(typ: Attribute) -> bool:
+    """Whether `typ` is an unsigned integer type (`uiN`)."""
+    return isinstance(typ, IntegerType) and typ.signedness.data == Signedness.UNSIGNED
 
 
 def select(b: BodyBuilder, condition: SSAValue, x: SSAValue, y: SSAValue) -> SSAValue:

@@ -25,7 +25,6 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     IntegerAttr,
     IntegerType,
-    Signedness,
     f32,
     i1,
     i64,
@@ -38,6 +37,7 @@ from byoc.passes.loop_nests import (
     BodyBuilder,
     broadcast_indices,
     element_type_of,
+    is_unsigned,
     shape_of,
 )
 from byoc.passes.lower_nn import (
@@ -69,10 +69,6 @@ again rounds the float to an integer, half to even."""
 
 
 # --- Scalars -------------------------------------------------------------------------
-
-
-def is_unsigned(typ: Attribute) -> bool:
-    return isinstance(typ, IntegerType) and typ.signedness.data == Signedness.UNSIGNED
 
 
 def to_i32(b: BodyBuilder, value: SSAValue) -> SSAValue:

@@ -29,6 +29,7 @@ from byoc.dialects import relay
 from byoc.passes.loop_nests import (
     INDEX,
     BodyBuilder,
+    compare_integers,
     copy_nest,
     element_type_of,
     shape_of,
@@ -52,8 +53,6 @@ from byoc.passes.lower_nn import (
 from byoc.passes.lower_resize import lower_resize2d
 
 _SLT = IntegerAttr(2, i64)  # arith.cmpi predicates
-_SLE = IntegerAttr(3, i64)
-_SGE = IntegerAttr(5, i64)
 _UGE = IntegerAttr(9, i64)
 
 
@@ -258,10 +257,7 @@ def lower_trilu(
     if isinstance(offset, int):
         keep: SSAValue | bool = offset >= k if upper else offset <= k
     else:
-        bound = value_of(inner, k)
-        keep = (
-            _cmpi(inner, _SGE, offset, bound) if upper else _cmpi(inner, _SLE, offset, bound)
-        )
+        keep = compare_integers(inner, "sge" if upper else "sle", offset, value_of(inner, k))
     typ = element_type_of(out)
     zero = inner.constant(0.0 if isinstance(typ, AnyFloat) else 0, typ)
     if isinstance(keep, bool):

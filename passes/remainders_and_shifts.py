@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerType, Signedness
+from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import Attribute, SSAValue
 
 from byoc.dialects.arith import RemFOp
@@ -20,13 +20,10 @@ from byoc.passes.loop_nests import (
     ScalarBuilder,
     compare_floats,
     compare_integers,
+    is_unsigned,
     select,
     wrapping,
 )
-
-
-def _is_unsigned(typ: Attribute) -> bool:
-    return isinstance(typ, IntegerType) and typ.signedness.data == Signedness.UNSIGNED
 
 
 def _float_remainder(b: BodyBuilder, x: SSAValue, y: SSAValue, floored: bool) -> SSAValue:
@@ -48,7 +45,7 @@ def _float_remainder(b: BodyBuilder, x: SSAValue, y: SSAValue, floored: bool) ->
 def _integer_remainder(b: BodyBuilder, x: SSAValue, y: SSAValue, floored: bool) -> SSAValue:
     typ = x.type
     zero, one = b.constant(0, typ), b.constant(1, typ)
-    if _is_unsigned(typ):  # floored and truncated agree; x % 0 is 0 (x % 1)
+    if is_unsigned(typ):  # floored and truncated agree; x % 0 is 0 (x % 1)
         divisor = select(b, compare_integers(b, "eq", y, zero), one, y)
         return b.scalar(arith.RemUIOp, x, divisor)
     # x % 0 and x % -1 divide by 1 instead: 0 either way, and INT_MIN % -1
@@ -95,7 +92,7 @@ def shift(left: bool) -> ScalarBuilder:
         # As unsigned, a negative amount is huge: one compare finds both.
         in_range = compare_integers(b, "ult", y, b.constant(width, typ))
         zero = b.constant(0, typ)
-        if not left and not _is_unsigned(typ):
+        if not left and not is_unsigned(typ):
             # Arithmetic: shifting by width - 1 gives what the sign alone does.
             amount = select(b, in_range, y, b.constant(width - 1, typ))
             return b.scalar(arith.ShRSIOp, x, amount)

@@ -47,9 +47,7 @@ def _negative_log_likelihood(node: Node, log_prob: SSAValue, what: str) -> SSAVa
     if ignored is not None:
         zero = node.const_like(0.0, loss)
         loss = node.emit(relay.WhereOp(ignored, zero, loss))
-        kept = weight if weight is not None else node.emit(
-            relay.WhereOp(ignored, zero, node.const_like(1.0, loss))
-        )
+        kept = weight if weight is not None else node.const_like(1.0, loss)
         weight = node.emit(relay.WhereOp(ignored, zero, kept))
     if reduction == "none":
         return loss
