@@ -32,11 +32,9 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FunctionType,
-    IntegerAttr,
     IntegerType,
     MemRefType,
     ModuleOp,
-    Signedness,
     TensorType,
     UnregisteredOp,
     i1,
@@ -54,6 +52,8 @@ from byoc.passes.loop_nests import (
     ScalarBuilder,
     alloc,
     compare_floats,
+    compare_in_order,
+    compare_integers,
     copy_nest,
     dealloc,
     element_type_of,
@@ -104,32 +104,29 @@ def _arithmetic(float_op: type[Operation], integer_op: type[Operation]) -> Scala
 
 
 # arith.cmpf predicates (ordered, but `une`: numpy's != is true on NaN) and
-# arith.cmpi's signed and unsigned ones, by relay comparison.
-_COMPARISONS: dict[type[Operation], tuple[str, int, int]] = {
-    relay.EqualOp: ("oeq", 0, 0),  # eq, eq
-    relay.NotEqualOp: ("une", 1, 1),  # ne, ne
-    relay.LessOp: ("olt", 2, 6),  # slt, ult
-    relay.LessEqualOp: ("ole", 3, 7),  # sle, ule
-    relay.GreaterOp: ("ogt", 4, 8),  # sgt, ugt
-    relay.GreaterEqualOp: ("oge", 5, 9),  # sge, uge
+# the integer order, by relay comparison.
+_COMPARISONS: dict[type[Operation], tuple[str, str]] = {
+    relay.EqualOp: ("oeq", "eq"),
+    relay.NotEqualOp: ("une", "ne"),
+    relay.LessOp: ("olt", "lt"),
+    relay.LessEqualOp: ("ole", "le"),
+    relay.GreaterOp: ("ogt", "gt"),
+    relay.GreaterEqualOp: ("oge", "ge"),
 }
 
 
 def _comparison(op_type: type[Operation]) -> ScalarBuilder:
     """A relay comparison: `arith.cmpf` on floats, `arith.cmpi` on integers
     (unsigned order for unsigned types and i1, where false < true)."""
-    on_floats, signed, unsigned = _COMPARISONS[op_type]
-    signed_predicate = {"predicate": IntegerAttr(signed, i64)}
-    unsigned_predicate = {"predicate": IntegerAttr(unsigned, i64)}
+    on_floats, on_integers = _COMPARISONS[op_type]
 
     def build(b: BodyBuilder, args: Sequence[SSAValue], _: Attribute) -> SSAValue:
         x, y = args
-        typ = x.type
-        if not isinstance(typ, IntegerType):
+        if not isinstance(x.type, IntegerType):
             return compare_floats(b, on_floats, x, y)
-        is_unsigned = typ.width.data == 1 or typ.signedness.data == Signedness.UNSIGNED
-        predicate = unsigned_predicate if is_unsigned else signed_predicate
-        return b.scalar(arith.CmpiOp, x, y, result_type=i1, properties=predicate)
+        if on_integers in ("eq", "ne"):
+            return compare_integers(b, on_integers, x, y)
+        return compare_in_order(b, on_integers, x, y)
 
     return build
 

@@ -168,9 +168,21 @@ def compare_integers(b: BodyBuilder, predicate: str, x: SSAValue, y: SSAValue) -
     )
 
 
+def compare_in_order(b: BodyBuilder, order: str, x: SSAValue, y: SSAValue) -> SSAValue:
+    """`x <order> y` (`lt`, `le`, `gt`, `ge`) of integers as an `arith.cmpi`,
+    signed or unsigned as their type orders them (`unsigned_order`)."""
+    return compare_integers(b, ("u" if unsigned_order(x.type) else "s") + order, x, y)
+
+
 def is_unsigned(typ: Attribute) -> bool:
     """Whether `typ` is an unsigned integer type (`uiN`)."""
     return isinstance(typ, IntegerType) and typ.signedness.data == Signedness.UNSIGNED
+
+
+def unsigned_order(typ: Attribute) -> bool:
+    """Whether integers of `typ` compare and widen as unsigned: `uiN`, and `i1`
+    (a bool: true, stored as 1, is the larger, not -1)."""
+    return isinstance(typ, IntegerType) and (typ.width.data == 1 or is_unsigned(typ))
 
 
 def select(b: BodyBuilder, condition: SSAValue, x: SSAValue, y: SSAValue) -> SSAValue:

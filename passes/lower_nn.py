@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, math, memref, scf
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType, Signedness, i1, i64
+from xdsl.dialects.builtin import IntegerType, MemRefType, i1, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from byoc.dialects import relay
@@ -26,6 +26,8 @@ from byoc.passes.loop_nests import (
     BodyBuilder,
     alloc,
     compare_floats,
+    compare_in_order,
+    compare_integers,
     dealloc,
     element_type_of,
     select,
@@ -41,8 +43,6 @@ Index = int | SSAValue
 
 # --- Index arithmetic, folded while both sides are known ------------------------
 
-_SLT = IntegerAttr(2, i64)  # arith.cmpi predicates
-_SGT = IntegerAttr(4, i64)
 
 
 def value_of(b: BodyBuilder, x: Index) -> SSAValue:
@@ -88,27 +88,24 @@ def index_mul(b: BodyBuilder, x: Index, factor: int) -> Index:
     return b.scalar(arith.MuliOp, x, b.index(factor))
 
 
-def _pick(b: BodyBuilder, predicate: IntegerAttr, x: Index, y: Index) -> Index:
+def _pick(b: BodyBuilder, predicate: str, x: Index, y: Index) -> Index:
     """`x` if `x <predicate> y` else `y` (signed)."""
     xv, yv = value_of(b, x), value_of(b, y)
-    cond = b.scalar(
-        arith.CmpiOp, xv, yv, result_type=i1, properties={"predicate": predicate}
-    )
-    return b.scalar(arith.SelectOp, cond, xv, yv, result_type=INDEX)
+    return b.scalar(arith.SelectOp, compare_integers(b, predicate, xv, yv), xv, yv, result_type=INDEX)
 
 
 def index_max(b: BodyBuilder, x: Index, y: Index) -> Index:
     """`max(x, y)` (signed)."""
     if isinstance(x, int) and isinstance(y, int):
         return max(x, y)
-    return _pick(b, _SGT, x, y)
+    return _pick(b, "sgt", x, y)
 
 
 def index_min(b: BodyBuilder, x: Index, y: Index) -> Index:
     """`min(x, y)` (signed)."""
     if isinstance(x, int) and isinstance(y, int):
         return min(x, y)
-    return _pick(b, _SLT, x, y)
+    return _pick(b, "slt", x, y)
 
 
 def ceil_div(b: BodyBuilder, x: Index, divisor: int, offset: int = 0) -> Index:
@@ -215,24 +212,11 @@ def entry_alloca(
     return buffer
 
 
-_SIGNED_GT, _SIGNED_LT = IntegerAttr(4, i64), IntegerAttr(2, i64)  # arith.cmpi
-_UNSIGNED_GT, _UNSIGNED_LT = IntegerAttr(8, i64), IntegerAttr(6, i64)
-
-
 def integer_max_min(b: BodyBuilder, is_max: bool, x: SSAValue, y: SSAValue) -> SSAValue:
     """`max(x, y)` (or min) of integer scalars, signed or unsigned by their type,
     as a compare and select (the loop-level IR has no integer max)."""
-    typ = x.type
-    # i1 is a bool: true (1) is the larger, not -1.
-    unsigned = isinstance(typ, IntegerType) and (
-        typ.signedness.data == Signedness.UNSIGNED or typ.width.data == 1
-    )
-    if is_max:
-        predicate = _UNSIGNED_GT if unsigned else _SIGNED_GT
-    else:
-        predicate = _UNSIGNED_LT if unsigned else _SIGNED_LT
-    cond = b.scalar(arith.CmpiOp, x, y, result_type=i1, properties={"predicate": predicate})
-    return b.scalar(arith.SelectOp, cond, x, y, result_type=typ)
+    cond = compare_in_order(b, "gt" if is_max else "lt", x, y)
+    return b.scalar(arith.SelectOp, cond, x, y, result_type=x.type)
 
 
 def _integer_max(b: BodyBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
@@ -1207,12 +1191,8 @@ def _integer_extreme_into(
     store(inner, integer_max_min(inner, is_max, load(inner, out, at), value), out, at)
 
 
-_FLOAT_BETTER = {True: ("ogt", "oge"), False: ("olt", "ole")}
-"""arith.cmpf predicates (strictly better, better or equal), by is_max."""
-_INTEGER_BETTER = {  # arith.cmpi: (signed, unsigned) x (strict, or equal), by is_max
-    True: ((IntegerAttr(4, i64), IntegerAttr(5, i64)), (IntegerAttr(8, i64), IntegerAttr(9, i64))),
-    False: ((IntegerAttr(2, i64), IntegerAttr(3, i64)), (IntegerAttr(6, i64), IntegerAttr(7, i64))),
-}
+_BETTER = {True: ("gt", "ge"), False: ("lt", "le")}
+"""The orders (strictly better, better or equal), by is_max."""
 
 
 def _replaces(
@@ -1221,12 +1201,9 @@ def _replaces(
     """Whether `value`, met after `best` in row-major order, is the new extreme:
     strictly beyond it (or as far, to keep the last), or a NaN where `best` is
     not one (the first NaN; with `last`, any NaN)."""
-    typ = value.type
-    if isinstance(typ, IntegerType):
-        unsigned = typ.width.data == 1 or typ.signedness.data == Signedness.UNSIGNED
-        predicate = _INTEGER_BETTER[is_max][unsigned][last]
-        return b.scalar(arith.CmpiOp, value, best, result_type=i1, properties={"predicate": predicate})
-    beyond = compare_floats(b, _FLOAT_BETTER[is_max][last], value, best)
+    if isinstance(value.type, IntegerType):
+        return compare_in_order(b, _BETTER[is_max][last], value, best)
+    beyond = compare_floats(b, "o" + _BETTER[is_max][last], value, best)
     is_nan = compare_floats(b, "uno", value, value)
     if not last:
         best_nan = compare_floats(b, "uno", best, best)

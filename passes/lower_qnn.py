@@ -23,10 +23,8 @@ from typing import TYPE_CHECKING
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     AnyFloat,
-    IntegerAttr,
     IntegerType,
     f32,
-    i1,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -36,8 +34,11 @@ from byoc.dialects.relay.qnn import type_range
 from byoc.passes.loop_nests import (
     BodyBuilder,
     broadcast_indices,
+    compare_floats,
+    compare_integers,
     element_type_of,
     is_unsigned,
+    select,
     shape_of,
 )
 from byoc.passes.lower_nn import (
@@ -59,9 +60,6 @@ if TYPE_CHECKING:
 
 I32 = IntegerType(32)
 
-_OGT = IntegerAttr(2, i64)  # arith.cmpf predicates
-_OLT = IntegerAttr(4, i64)
-_CMPI = {"sgt": IntegerAttr(4, i64), "slt": IntegerAttr(2, i64)}
 
 ROUNDING_MAGIC = 12582912.0
 """1.5 * 2^23: adding it to a float32 of magnitude below 2^22 and subtracting it
@@ -86,20 +84,14 @@ def to_f32(b: BodyBuilder, value: SSAValue) -> SSAValue:
     return b.scalar(arith.SIToFPOp, value, result_type=f32)
 
 
-def select_float(b: BodyBuilder, predicate: IntegerAttr, x: SSAValue, bound: SSAValue) -> SSAValue:
+def select_float(b: BodyBuilder, predicate: str, x: SSAValue, bound: SSAValue) -> SSAValue:
     """`x` if `x <predicate> bound` (ordered: false for NaN), else `bound`."""
-    cond = b.scalar(
-        arith.CmpfOp, x, bound, result_type=i1, properties={"predicate": predicate}
-    )
-    return b.scalar(arith.SelectOp, cond, x, bound, result_type=x.type)
+    return select(b, compare_floats(b, predicate, x, bound), x, bound)
 
 
 def select_int(b: BodyBuilder, predicate: str, x: SSAValue, bound: SSAValue) -> SSAValue:
     """`x` if `x <predicate> bound` (signed), else `bound`."""
-    cond = b.scalar(
-        arith.CmpiOp, x, bound, result_type=i1, properties={"predicate": _CMPI[predicate]}
-    )
-    return b.scalar(arith.SelectOp, cond, x, bound, result_type=x.type)
+    return select(b, compare_integers(b, predicate, x, bound), x, bound)
 
 
 def saturate_round(
@@ -116,8 +108,8 @@ def saturate_round(
     zp_f = to_f32(b, zero_point)
     low_f = binary(b, arith.SubfOp, b.constant(float(low), f32), zp_f)
     high_f = binary(b, arith.SubfOp, b.constant(float(high), f32), zp_f)
-    clamped = select_float(b, _OGT, value, low_f)
-    clamped = select_float(b, _OLT, clamped, high_f)
+    clamped = select_float(b, "ogt", value, low_f)
+    clamped = select_float(b, "olt", clamped, high_f)
     wide = element == I32
     if not wide:
         # |clamped| <= 255 + |zero point| < 2^22: the magic constant rounds exactly.
@@ -129,16 +121,10 @@ def saturate_round(
     # int32 results: floats of 2^23 and more are integers already; round the
     # rest, then add the zero point and clamp in 64 bits.
     magic = b.constant(ROUNDING_MAGIC, f32)
-    negative = b.scalar(
-        arith.CmpfOp, clamped, b.constant(0.0, f32), result_type=i1,
-        properties={"predicate": _OLT},
-    )
+    negative = compare_floats(b, "olt", clamped, b.constant(0.0, f32))
     neg_clamped = b.scalar(arith.NegfOp, clamped)
     magnitude = b.scalar(arith.SelectOp, negative, neg_clamped, clamped, result_type=f32)
-    small = b.scalar(
-        arith.CmpfOp, magnitude, b.constant(4194304.0, f32), result_type=i1,
-        properties={"predicate": _OLT},
-    )
+    small = compare_floats(b, "olt", magnitude, b.constant(4194304.0, f32))
     rounded = binary(b, arith.SubfOp, binary(b, arith.AddfOp, magnitude, magic), magic)
     magnitude = b.scalar(arith.SelectOp, small, rounded, magnitude, result_type=f32)
     neg_magnitude = b.scalar(arith.NegfOp, magnitude)

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     AnyFloat,
-    IntegerAttr,
     MemRefType,
     f64,
     i1,
@@ -26,13 +25,19 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation, SSAValue
 
 from byoc.dialects import relay
-from byoc.passes.loop_nests import INDEX, BodyBuilder, alloc, dealloc, element_type_of, shape_of
+from byoc.passes.loop_nests import (
+    INDEX,
+    BodyBuilder,
+    alloc,
+    compare_floats,
+    compare_integers,
+    dealloc,
+    element_type_of,
+    select,
+    shape_of,
+)
 from byoc.passes.lower_nn import Index, load, nest, store, value_of
 
-_OLT = IntegerAttr(4, i64)  # arith.cmpf predicates
-_OGT = IntegerAttr(2, i64)
-_OGE = IntegerAttr(3, i64)
-_SLT = IntegerAttr(2, i64)  # arith.cmpi predicates
 
 
 def _f(b: BodyBuilder, value: float) -> SSAValue:
@@ -43,22 +48,14 @@ def _op(b: BodyBuilder, op_type: type[Operation], x: SSAValue, y: SSAValue) -> S
     return b.scalar(op_type, x, y)
 
 
-def _cmpf(b: BodyBuilder, predicate: IntegerAttr, x: SSAValue, y: SSAValue) -> SSAValue:
-    return b.scalar(arith.CmpfOp, x, y, result_type=i1, properties={"predicate": predicate})
-
-
-def _select(b: BodyBuilder, cond: SSAValue, x: SSAValue, y: SSAValue) -> SSAValue:
-    return b.scalar(arith.SelectOp, cond, x, y, result_type=x.type)
-
-
 def _to_f64(b: BodyBuilder, index: Index) -> SSAValue:
     as_int = b.scalar(arith.IndexCastOp, value_of(b, index), result_type=i64)
     return b.scalar(arith.SIToFPOp, as_int, result_type=f64)
 
 
 def _clamp(b: BodyBuilder, x: SSAValue, low: float, high: float) -> SSAValue:
-    x = _select(b, _cmpf(b, _OLT, x, _f(b, low)), _f(b, low), x)
-    return _select(b, _cmpf(b, _OGT, x, _f(b, high)), _f(b, high), x)
+    x = select(b, compare_floats(b, "olt", x, _f(b, low)), _f(b, low), x)
+    return select(b, compare_floats(b, "ogt", x, _f(b, high)), _f(b, high), x)
 
 
 def _floor(b: BodyBuilder, x: SSAValue) -> SSAValue:
@@ -70,8 +67,8 @@ def _floor(b: BodyBuilder, x: SSAValue) -> SSAValue:
 
 def _clamp_index(b: BodyBuilder, x: SSAValue, size: int) -> SSAValue:
     zero, last = b.constant(0, i64), b.constant(size - 1, i64)
-    x = _select(b, b.scalar(arith.CmpiOp, x, zero, result_type=i1, properties={"predicate": _SLT}), zero, x)
-    return _select(b, b.scalar(arith.CmpiOp, last, x, result_type=i1, properties={"predicate": _SLT}), last, x)
+    x = select(b, compare_integers(b, "slt", x, zero), zero, x)
+    return select(b, compare_integers(b, "slt", last, x), last, x)
 
 
 def _coordinate(
@@ -114,13 +111,13 @@ def _nearest(b: BodyBuilder, x: SSAValue, size: int, rounding: str) -> SSAValue:
     if rounding != "floor":
         fraction = _op(b, arith.SubfOp, x, b.scalar(arith.SIToFPOp, low, result_type=f64))
         predicate, threshold = {
-            "ceil": (_OGT, 0.0),
-            "round_prefer_floor": (_OGT, 0.5),
-            "round_prefer_ceil": (_OGE, 0.5),
-            "round": (_OGE, 0.5),  # x >= 0 once clamped: half away from zero
+            "ceil": ("ogt", 0.0),
+            "round_prefer_floor": ("ogt", 0.5),
+            "round_prefer_ceil": ("oge", 0.5),
+            "round": ("oge", 0.5),  # x >= 0 once clamped: half away from zero
         }[rounding]
-        up = _cmpf(b, predicate, fraction, _f(b, threshold))
-        low = _select(b, up, _op(b, arith.AddiOp, low, b.constant(1, i64)), low)
+        up = compare_floats(b, predicate, fraction, _f(b, threshold))
+        low = select(b, up, _op(b, arith.AddiOp, low, b.constant(1, i64)), low)
     return _clamp_index(b, low, size)
 
 
@@ -169,8 +166,8 @@ class AxisTables:
         inner, (o,) = nest(b, (out_size,), "o")
         x = _coordinate(inner, o, in_size, out_size, scale, mode, window, length)
         if self.inside is not None:
-            below = _cmpf(inner, _OLT, x, _f(inner, 0.0))
-            above = _cmpf(inner, _OGT, x, _f(inner, float(in_size - 1)))
+            below = compare_floats(inner, "olt", x, _f(inner, 0.0))
+            above = compare_floats(inner, "ogt", x, _f(inner, float(in_size - 1)))
             outside = _op(inner, arith.OrIOp, below, above)
             store(inner, _op(inner, arith.XOrIOp, outside, inner.constant(1, i1)), self.inside, [o])
         if method == "nearest_neighbor":
@@ -206,9 +203,9 @@ class AxisTables:
             zero = _f(inner, 0.0)
             kept = []
             for index, weight in zip(indices, weights):
-                below = inner.scalar(arith.CmpiOp, index, inner.constant(0, i64), result_type=i1, properties={"predicate": _SLT})
-                above = inner.scalar(arith.CmpiOp, inner.constant(in_size - 1, i64), index, result_type=i1, properties={"predicate": _SLT})
-                kept.append(_select(inner, _op(inner, arith.OrIOp, below, above), zero, weight))
+                below = compare_integers(inner, "slt", index, inner.constant(0, i64))
+                above = compare_integers(inner, "slt", inner.constant(in_size - 1, i64), index)
+                kept.append(select(inner, _op(inner, arith.OrIOp, below, above), zero, weight))
             total = kept[0]
             for weight in kept[1:]:
                 total = _op(inner, arith.AddfOp, total, weight)
@@ -270,7 +267,7 @@ def lower_resize2d(
     if rows.inside is not None and columns.inside is not None:
         inside = _op(inner, arith.AndIOp, load(inner, rows.inside, [iv_y]), load(inner, columns.inside, [iv_x]))
         fill_value = inner.constant(float(op.attrs()["extrapolation_value"]), element)  # type: ignore[arg-type]
-        value = _select(inner, inside, value, fill_value)
+        value = select(inner, inside, value, fill_value)
     store(inner, value, out, [iv_n, iv_c, iv_y, iv_x])
     for buffer in buffers:
         dealloc(b, buffer)

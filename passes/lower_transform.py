@@ -15,13 +15,9 @@ from collections.abc import Callable, Sequence
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     AnyFloat,
-    IntegerAttr,
     IntegerType,
-    Signedness,
     TensorType,
-    i1,
     i32,
-    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
@@ -29,10 +25,13 @@ from byoc.dialects import relay
 from byoc.passes.loop_nests import (
     INDEX,
     BodyBuilder,
+    compare_floats,
     compare_integers,
     copy_nest,
     element_type_of,
+    select,
     shape_of,
+    unsigned_order,
     wrapping,
 )
 from byoc.passes.lower_nn import (
@@ -51,18 +50,6 @@ from byoc.passes.lower_nn import (
     value_of,
 )
 from byoc.passes.lower_resize import lower_resize2d
-
-_SLT = IntegerAttr(2, i64)  # arith.cmpi predicates
-_UGE = IntegerAttr(9, i64)
-
-
-def _cmpi(b: BodyBuilder, predicate: IntegerAttr, x: SSAValue, y: SSAValue) -> SSAValue:
-    return b.scalar(arith.CmpiOp, x, y, result_type=i1, properties={"predicate": predicate})
-
-
-def _select(b: BodyBuilder, cond: SSAValue, x: SSAValue, y: SSAValue) -> SSAValue:
-    return b.scalar(arith.SelectOp, cond, x, y, result_type=x.type)
-
 
 def as_index(b: BodyBuilder, value: SSAValue) -> SSAValue:
     """An `i32`/`i64` scalar as an `index`."""
@@ -105,15 +92,15 @@ def normalized_index(
     n = b.index(size)
     if mode == "wrap":
         rest = b.scalar(arith.RemSIOp, index, n)
-        negative = _cmpi(b, _SLT, rest, b.index(0))
-        return _select(b, negative, b.scalar(arith.AddiOp, rest, n), rest)
-    negative = _cmpi(b, _SLT, index, b.index(0))
-    wrapped = _select(b, negative, b.scalar(arith.AddiOp, index, n), index)
+        negative = compare_integers(b, "slt", rest, b.index(0))
+        return select(b, negative, b.scalar(arith.AddiOp, rest, n), rest)
+    negative = compare_integers(b, "slt", index, b.index(0))
+    wrapped = select(b, negative, b.scalar(arith.AddiOp, index, n), index)
     # Unsigned: a still-negative index compares as huge.
-    bad = _cmpi(b, _UGE, wrapped, n)
+    bad = compare_integers(b, "uge", wrapped, n)
     assert status is not None
     status.fail_if(b, bad)
-    return _select(b, bad, b.index(0), wrapped)
+    return select(b, bad, b.index(0), wrapped)
 
 
 def _delinearize(b: BodyBuilder, offset: Index, extents: Sequence[int]) -> list[Index]:
@@ -263,20 +250,11 @@ def lower_trilu(
     if isinstance(keep, bool):
         store(inner, load(inner, data, ivs) if keep else zero, out, ivs)
         return
-    store(inner, _select(inner, keep, load(inner, data, ivs), zero), out, ivs)
+    store(inner, select(inner, keep, load(inner, data, ivs), zero), out, ivs)
 
 
 # --- Conversion and selection: scalar builders -----------------------------------------
 
-_NE = IntegerAttr(1, i64)  # arith.cmpi ne
-_UNE = IntegerAttr(13, i64)  # arith.cmpf une: NaN is true, as numpy's astype(bool)
-
-
-def _is_unsigned(element: Attribute) -> bool:
-    """`i1` and `ui8` values extend with zeros."""
-    return isinstance(element, IntegerType) and (
-        element.width.data == 1 or element.signedness.data == Signedness.UNSIGNED
-    )
 
 
 def convert_scalar(
@@ -291,32 +269,32 @@ def convert_scalar(
     if isinstance(target, IntegerType) and target.width.data == 1:
         if isinstance(source, AnyFloat):
             zero = b.constant(0.0, source)
-            return b.scalar(arith.CmpfOp, value, zero, result_type=target, properties={"predicate": _UNE})
+            return compare_floats(b, "une", value, zero)  # NaN is true, as numpy's astype(bool)
         zero = b.constant(0, source)
-        return b.scalar(arith.CmpiOp, value, zero, result_type=target, properties={"predicate": _NE})
+        return compare_integers(b, "ne", value, zero)
     if isinstance(source, AnyFloat) and isinstance(target, AnyFloat):
         wider = target.bitwidth > source.bitwidth
         return b.scalar(arith.ExtFOp if wider else arith.TruncFOp, value, result_type=target)
     if isinstance(source, AnyFloat):
         assert isinstance(target, IntegerType)
-        if target.width.data >= 32 and not _is_unsigned(target):
+        if target.width.data >= 32 and not unsigned_order(target):
             return b.scalar(arith.FPToSIOp, value, result_type=target)
         wide = b.scalar(arith.FPToSIOp, value, result_type=i32)
         return b.scalar(arith.TruncIOp, wide, result_type=target)
     assert isinstance(source, IntegerType)
     if isinstance(target, AnyFloat):
-        if _is_unsigned(source):
+        if unsigned_order(source):
             value = b.scalar(arith.ExtUIOp, value, result_type=i32)
         return b.scalar(arith.SIToFPOp, value, result_type=target)
     assert isinstance(target, IntegerType)
     width, wanted = source.width.data, target.width.data
     if wanted > width:
-        extend = arith.ExtUIOp if _is_unsigned(source) else arith.ExtSIOp
+        extend = arith.ExtUIOp if unsigned_order(source) else arith.ExtSIOp
         return b.scalar(extend, value, result_type=target)
     if wanted < width:
         return b.scalar(arith.TruncIOp, value, result_type=target)
     # Same width, other signedness (i8 <-> ui8): the bits stay.
-    extend = arith.ExtUIOp if _is_unsigned(source) else arith.ExtSIOp
+    extend = arith.ExtUIOp if unsigned_order(source) else arith.ExtSIOp
     wide = b.scalar(extend, value, result_type=IntegerType(2 * width))
     return b.scalar(arith.TruncIOp, wide, result_type=target)
 
@@ -421,9 +399,9 @@ def _padded_source(
     # reflect: -j before the start, 2(n-1) - j past the end (pads are < n).
     if isinstance(j, int):
         return -j if j < 0 else (2 * (size - 1) - j if j > size - 1 else j)
-    low = _select(b, _cmpi(b, _SLT, j, b.index(0)), b.scalar(arith.SubiOp, b.index(0), j), j)
+    low = select(b, compare_integers(b, "slt", j, b.index(0)), b.scalar(arith.SubiOp, b.index(0), j), j)
     high = b.scalar(arith.SubiOp, b.index(2 * (size - 1)), low)
-    return _select(b, _cmpi(b, _SLT, b.index(size - 1), low), high, low)
+    return select(b, compare_integers(b, "slt", b.index(size - 1), low), high, low)
 
 
 def lower_pad(

@@ -20,10 +20,10 @@ from __future__ import annotations
 import math as pymath
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import Float32Type, IntegerAttr, i1, i32, i64
+from xdsl.dialects.builtin import Float32Type, i32
 from xdsl.ir import Attribute, SSAValue
 
-from byoc.passes.loop_nests import BodyBuilder
+from byoc.passes.loop_nests import BodyBuilder, compare_floats
 
 _EXP_POLYNOMIAL = (
     0.49999988595112727,
@@ -63,8 +63,6 @@ _ERF_LARGE = (
 """`erfc(x) * exp(x**2)` as a polynomial in `1 / x`, for `1 <= x <= 4`
 (erf is 1 in float32 beyond 3.92)."""
 
-_OLT = IntegerAttr(4, i64)  # arith.cmpf predicates: ordered less than,
-_UNO = IntegerAttr(14, i64)  # unordered (either is NaN)
 
 
 def is_f32(typ: Attribute) -> bool:
@@ -90,7 +88,7 @@ def _power_of_two(b: BodyBuilder, n: SSAValue) -> SSAValue:
 def _nan_passes(b: BodyBuilder, x: SSAValue, value: SSAValue) -> SSAValue:
     """`x` where it is NaN, else `value` (the integer steps of the
     approximations are undefined on NaN; this select hides them)."""
-    nan = b.scalar(arith.CmpfOp, x, x, result_type=i1, properties={"predicate": _UNO})
+    nan = compare_floats(b, "uno", x, x)
     return b.scalar(arith.SelectOp, nan, x, value, result_type=x.type)
 
 
@@ -139,15 +137,11 @@ def erf_f32(b: BodyBuilder, x: SSAValue) -> SSAValue:
     inverse = b.scalar(arith.DivfOp, one, b.scalar(arith.MaximumfOp, capped, one))
     tail = b.scalar(arith.MulfOp, gauss, _polynomial(b, inverse, _ERF_LARGE))
     positive = b.scalar(arith.SubfOp, one, tail)
-    negative = b.scalar(
-        arith.CmpfOp, x, b.constant(0.0, typ), result_type=i1, properties={"predicate": _OLT}
-    )
+    negative = compare_floats(b, "olt", x, b.constant(0.0, typ))
     large = b.scalar(
         arith.SelectOp, negative, b.scalar(arith.NegfOp, positive), positive, result_type=typ
     )
-    is_small = b.scalar(
-        arith.CmpfOp, size, one, result_type=i1, properties={"predicate": _OLT}
-    )
+    is_small = compare_floats(b, "olt", size, one)
     return _nan_passes(
         b, x, b.scalar(arith.SelectOp, is_small, small, large, result_type=typ)
     )
