@@ -431,9 +431,10 @@ def test_the_pool_counts_its_loops_and_chunks():
 
 def test_a_worker_that_holds_the_caller_up_makes_a_late_loop():
     """A loop whose worker keeps its chunk far longer than the caller's own
-    chunk took is counted late (the caller then runs its next loops alone for
-    a while, byoc_runtime.h), and every chunk still runs once. The worker's
-    chunk outlasts three times the caller's plus a second, whatever the load."""
+    chunk took is counted late, and every chunk still runs once; the caller
+    then runs its next two loops alone and the third on the pool again (the
+    back-off counts loops, byoc_runtime.h). The worker's chunk outlasts three
+    times the caller's plus a second, whatever the load."""
     import cffi
 
     libbyoc.threads()  # loads libbyoc
@@ -459,12 +460,23 @@ def test_a_worker_that_holds_the_caller_up_makes_a_late_loop():
         started = time.monotonic()
         process.byoc_rt_parallel_for(2, task, ffi.NULL)
         after = libbyoc.pool_stats()
+        late_end = time.monotonic()
+        alone = [chunk_threads(4, meet=False) for _ in range(2)]
+        backed_off = libbyoc.pool_stats()
+        # Alone for at most 64 ms after the late loop: a test descheduled longer
+        # than that between its loops cannot tell the count.
+        in_time = time.monotonic() - late_end < 0.05
+        assert len(chunk_threads(2, meet=True)) == 2
+        last = libbyoc.pool_stats()
     finally:
         byoc.set_threads(before)
     assert sorted(ran) == [0, 1] and met.is_set()
     change = {k: after[k] - start[k] for k in start}
     assert change["loops"] == 1 and change["worker_chunks"] == 1 and change["late"] == 1
     assert change["wait_ns"] >= 1e9
+    assert all(threads == {caller} for threads in alone) or not in_time
+    assert backed_off["backed_off"] - after["backed_off"] == (2 if in_time else backed_off["alone"] - after["alone"])
+    assert last["loops"] - backed_off["loops"] == 1 and last["backed_off"] == backed_off["backed_off"]
 
 
 def test_models_called_from_many_threads_at_once_are_right(packed_model):

@@ -47,12 +47,16 @@
 /* A loop whose workers were late, this long after it started (a sleeping
  * worker wakes within about 25 us on an idle core), or held the caller up this
  * much longer than two of its own chunks, had workers the OS did not run: the
- * caller's next loops run alone for a while (BACKOFF_MIN_NANOSECONDS, doubled
- * on every late loop up to BACKOFF_MAX_NANOSECONDS, back to the minimum after a
- * loop whose workers came in time), so a busy machine costs a loop at most
- * one wait for a preempted worker's chunk per while. */
+ * caller runs its next loops alone, BACKOFF_MIN_LOOPS of them, doubled on every
+ * late loop up to BACKOFF_MAX_LOOPS, back to the minimum after a loop whose
+ * workers came in time; and never for longer than BACKOFF_MAX_NANOSECONDS after
+ * the late loop, so a machine that is quiet again gets its workers back. A busy
+ * machine then costs a loop at most one wait for a preempted worker's chunk per
+ * while. The back-off counts loops, not time, so it scales with the model: a
+ * fixed 2 ms covered six calls of a 0.33 ms MLP (two loops a call), now one. */
 #define LATE_NANOSECONDS 250000L
-#define BACKOFF_MIN_NANOSECONDS 2000000L
+#define BACKOFF_MIN_LOOPS 2
+#define BACKOFF_MAX_LOOPS 256
 #define BACKOFF_MAX_NANOSECONDS 64000000L
 
 typedef struct pool {
@@ -69,11 +73,12 @@ typedef struct pool {
   _Atomic int32_t threads;
   _Atomic int64_t first_claim; /* when a worker first claimed a chunk of this loop */
   int started;
-  /* Loops run on their caller alone until then (workers were late; a new
-   * thread count clears it), and the next such while (touched only by the
-   * thread holding `busy`). */
+  /* Loops still to run on their caller alone, but only until `alone_until`
+   * (workers were late), and how many the next late loop makes (written by
+   * the thread holding `busy`; a new thread count clears both counts). */
+  _Atomic int64_t alone_left;
   _Atomic int64_t alone_until;
-  int64_t backoff;
+  _Atomic int64_t backoff;
   _Atomic int64_t stats[BYOC_RT_STATS];
 } pool;
 
@@ -236,7 +241,8 @@ int32_t byoc_rt_num_threads(void) {
 
 void byoc_rt_set_num_threads(int32_t n) {
   atomic_store(&the_pool.threads, n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n);
-  atomic_store(&the_pool.alone_until, 0); /* try the workers again */
+  atomic_store(&the_pool.alone_left, 0); /* try the workers again */
+  atomic_store(&the_pool.backoff, 0);
 }
 
 /* Start workers until `wanted` run; fewer if the system refuses threads. */
@@ -279,12 +285,16 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
     return;
   }
   int64_t start = now_ns();
-  if (start < atomic_load_explicit(&p->alone_until, memory_order_relaxed)) {
-    atomic_store_explicit(&p->busy, 0, memory_order_release);
-    count(p, BYOC_RT_STAT_ALONE, 1);
-    count(p, BYOC_RT_STAT_BACKED_OFF, 1);
-    run_inline(n, task, context);
-    return;
+  if (atomic_load_explicit(&p->alone_left, memory_order_relaxed) > 0) {
+    if (start < atomic_load_explicit(&p->alone_until, memory_order_relaxed)) {
+      atomic_fetch_sub_explicit(&p->alone_left, 1, memory_order_relaxed);
+      atomic_store_explicit(&p->busy, 0, memory_order_release);
+      count(p, BYOC_RT_STAT_ALONE, 1);
+      count(p, BYOC_RT_STAT_BACKED_OFF, 1);
+      run_inline(n, task, context);
+      return;
+    }
+    atomic_store_explicit(&p->alone_left, 0, memory_order_relaxed);
   }
   atomic_store_explicit(&p->joining, workers < wanted ? workers : (int)wanted,
                         memory_order_relaxed);
@@ -324,14 +334,16 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
   if (late) {
     count(p, BYOC_RT_STAT_LATE, 1);
     if (backoff_enabled()) {
-      int64_t backoff = p->backoff * 2;
-      p->backoff = backoff < BACKOFF_MIN_NANOSECONDS   ? BACKOFF_MIN_NANOSECONDS
-                   : backoff > BACKOFF_MAX_NANOSECONDS ? BACKOFF_MAX_NANOSECONDS
-                                                       : backoff;
-      atomic_store_explicit(&p->alone_until, end + p->backoff, memory_order_relaxed);
+      int64_t backoff = atomic_load_explicit(&p->backoff, memory_order_relaxed) * 2;
+      backoff = backoff < BACKOFF_MIN_LOOPS   ? BACKOFF_MIN_LOOPS
+                : backoff > BACKOFF_MAX_LOOPS ? BACKOFF_MAX_LOOPS
+                                              : backoff;
+      atomic_store_explicit(&p->backoff, backoff, memory_order_relaxed);
+      atomic_store_explicit(&p->alone_until, end + BACKOFF_MAX_NANOSECONDS, memory_order_relaxed);
+      atomic_store_explicit(&p->alone_left, backoff, memory_order_relaxed);
     }
   } else if (ran < n) {
-    p->backoff = 0;
+    atomic_store_explicit(&p->backoff, 0, memory_order_relaxed);
   }
   atomic_store_explicit(&p->busy, 0, memory_order_release);
   count(p, BYOC_RT_STAT_LOOPS, 1);
@@ -359,8 +371,8 @@ static void forget_workers(void) {
   p->started = 0;
   atomic_store(&p->sleepers, 0);
   atomic_store(&p->busy, 0);
-  atomic_store(&p->alone_until, 0);
-  p->backoff = 0;
+  atomic_store(&p->alone_left, 0);
+  atomic_store(&p->backoff, 0);
 }
 
 __attribute__((constructor)) static void byoc_rt_threads_init(void) {
