@@ -118,6 +118,7 @@ from byoc.dialects.emitc import (
 from byoc.frontend.diagnostics import ByocError
 from byoc.runtime import libbyoc
 from byoc.passes.outline_parallel_loops import mark_parallel, outline_parallel_loops
+from byoc.passes.speed import erase_op
 from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_shared
 
 NAME = "cblas"
@@ -1825,11 +1826,9 @@ def _replace(op: Operation, new: list[Operation], weight: relay.ConstantOp) -> N
     assert block is not None
     block.insert_ops_before(new, op)
     op.results[0].replace_all_uses_with(new[-1].results[0])
-    op.detach()
-    op.erase()
+    erase_op(op)
     if weight.results[0].first_use is None:
-        weight.detach()
-        weight.erase()
+        erase_op(weight)  # its bytes go now, not at the end of the compile
 
 
 backend = Backend(

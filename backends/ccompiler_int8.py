@@ -57,6 +57,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from byoc.dialects import relay
 from byoc.dialects.extern import TARGET_ATTR
 from byoc.dialects.relay.qnn import INT8, UINT8, constant_value, type_range
+from byoc.passes.speed import erase_op
 from byoc.passes.convert_relay_to_loops import is_loop_level
 from byoc.passes.loop_nests import (
     I32,
@@ -374,8 +375,7 @@ def _insert_before(op: Operation, new: Operation) -> Operation:
 
 def _erase_if_unused(op: Operation | None) -> None:
     if op is not None and all(r.first_use is None for r in op.results):
-        op.detach()
-        op.erase()
+        erase_op(op)
 
 
 def _packed_constant(op: Operation, matrix: np.ndarray) -> SSAValue:
@@ -516,8 +516,7 @@ def outline_int8_kernels(module: ModuleOp) -> int:
                 source = unpacking.operands[0].owner
                 if unpacking.results[0].first_use is not None:
                     break
-                unpacking.detach()
-                unpacking.erase()
+                erase_op(unpacking)
                 unpacking = source
             count += 1
     return count

@@ -10,6 +10,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 
 from byoc.passes.annotate import host_functions
+from byoc.passes.speed import erase_op
 
 
 def remove_dead_ops(module: ModuleOp) -> int:
@@ -20,8 +21,7 @@ def remove_dead_ops(module: ModuleOp) -> int:
         while op is not None:
             previous = op.prev_op
             if op.name.startswith("relay.") and not any(r.uses for r in op.results):
-                op.detach()
-                op.erase()
+                erase_op(op)
                 removed += 1
             op = previous
     return removed

@@ -21,7 +21,7 @@ from xdsl.passes import ModulePass
 from byoc.dialects import relay
 from byoc.passes.annotate import host_functions
 from byoc.passes.dead_code import remove_dead_ops
-from byoc.passes.speed import garbage_collector_paused
+from byoc.passes.speed import erase_op, garbage_collector_paused
 from byoc.runtime.reference import numpy_dtype
 
 
@@ -94,8 +94,7 @@ def erase_dead(op: Operation | None) -> None:
         ):
             continue
         producers = [v.owner for v in op.operands if isinstance(v.owner, Operation)]
-        op.detach()
-        op.erase()
+        erase_op(op)
         work.extend(producers)
 
 

@@ -380,7 +380,15 @@ def compile_uncached(
         outputs = tensor_specs(main.function_type.outputs.data, "output", where=where)
     del main
 
-    built = generate(module, backends, fallback, key, (inputs, outputs), simplify)
+    built = generate(
+        module,
+        backends,
+        fallback,
+        key,
+        (inputs, outputs),
+        simplify,
+        reload=lambda: load_source(source, input_shapes),
+    )
     del module
     libraries = [lib for a in built.artifacts for lib in a.libraries]
     with stage("host JIT"):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from io import StringIO
+from io import BytesIO, StringIO
 
 import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
@@ -118,6 +118,30 @@ def _own_bytes(array: np.ndarray) -> bytes | None:
         return None
     start = np.frombuffer(root, np.uint8).__array_interface__["data"][0]
     return root if start == array.__array_interface__["data"][0] else None
+
+
+def filled_array(
+    shape: Sequence[int], dtype: np.dtype | type, fill: Callable[[np.ndarray], None]
+) -> np.ndarray:
+    """A new read-only array of `shape` and `dtype` written by `fill` (given it
+    writable and zeroed), whose memory is one `bytes` object, so that
+    `ConstantOp.from_numpy` shares it: a weight packed at compile time (VGG-19's
+    first dense is 392 MiB) then exists once, not as an array and again as its
+    `tobytes` copy, beside the weight it was packed from.
+
+    The bytes are a `BytesIO`'s own buffer, sized once, written through
+    `getbuffer()` and taken by `getvalue()`, which CPython hands over without a
+    copy when nothing else holds it (any other Python copies: slower, same
+    result). `fill` must keep no reference to the array it is given."""
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    stream = BytesIO()
+    if nbytes:
+        stream.seek(nbytes - 1)
+        stream.write(b"\0")  # one resize to the exact size, the gap zeroed
+        with stream.getbuffer() as view:
+            fill(np.frombuffer(view, dtype).reshape(shape))
+    return np.frombuffer(stream.getvalue(), dtype).reshape(shape)
 
 
 @irdl_op_definition

@@ -520,13 +520,19 @@ def pack_dense_weight(weight: Any) -> Any:
     """A dense weight `[N, K]` (numpy) as `relay.nn.dense_packed` reads it:
     `[ceil(N / 32), K, 32]`, panels of 32 rows side by side (each panel's
     element `[k, j]` is row `32 p + j`), the last panel padded with zeros."""
-    import numpy as np
+    from byoc.dialects.relay.constant import filled_array
 
     n, k = weight.shape
-    panels = -(-n // DENSE_PANEL)
-    padded = np.zeros((panels * DENSE_PANEL, k), dtype=weight.dtype)
-    padded[:n] = weight
-    return np.ascontiguousarray(padded.reshape(panels, DENSE_PANEL, k).transpose(0, 2, 1))
+    full, rest = divmod(n, DENSE_PANEL)
+
+    def fill(out: Any) -> None:
+        # Straight into the result (no padded copy): the whole panels, then the
+        # rows of the last one; its padding is already zero.
+        out[:full] = weight[: full * DENSE_PANEL].reshape(full, DENSE_PANEL, k).transpose(0, 2, 1)
+        if rest:
+            out[full, :, :rest] = weight[full * DENSE_PANEL :].T
+
+    return filled_array((full + (rest > 0), k, DENSE_PANEL), weight.dtype, fill)
 
 
 def unpack_dense_weight(packed: Any, units: int) -> Any:
@@ -781,15 +787,25 @@ def pack_conv2d_weight(weight: Any, groups: int, kernel_layout: str) -> Any:
     """An OIHW weight (numpy) in a packed layout of `relay.nn.conv2d_packed`: per
     group, its output channels in blocks of b side by side (the last block padded
     with zeros), each block `[I, KH, KW, b]`."""
-    import numpy as np
+    from byoc.dialects.relay.constant import filled_array
 
     o, i, kh, kw = weight.shape
-    blocks, _, _, _, block = packed_weight_shape(weight.shape, groups, kernel_layout)
+    shape = packed_weight_shape(weight.shape, groups, kernel_layout)
+    blocks, _, _, _, block = shape
     per_group = blocks // groups
-    padded = np.zeros((groups, per_group * block, i, kh, kw), dtype=weight.dtype)
-    padded[:, : o // groups] = weight.reshape(groups, o // groups, i, kh, kw)
-    padded = padded.reshape(groups * per_group, block, i, kh, kw)
-    return np.ascontiguousarray(padded.transpose(0, 2, 3, 4, 1))
+    full, rest = divmod(o // groups, block)
+    grouped = weight.reshape(groups, o // groups, i, kh, kw)
+
+    def fill(out: Any) -> None:
+        # Straight into the result (no padded copy): each group's whole blocks,
+        # then the channels of its last one; the padding is already zero.
+        out = out.reshape(groups, per_group, i, kh, kw, block)
+        whole = grouped[:, : full * block].reshape(groups, full, block, i, kh, kw)
+        out[:, :full] = whole.transpose(0, 1, 3, 4, 5, 2)
+        if rest:
+            out[:, full, ..., :rest] = grouped[:, full * block :].transpose(0, 2, 3, 4, 1)
+
+    return filled_array(shape, weight.dtype, fill)
 
 
 def unpack_conv2d_weight(packed: Any, groups: int, channels: int) -> Any:
