@@ -38,6 +38,7 @@ from byoc.backends.ccompiler_int8 import outline_int8_kernels, pack_int8_weights
 from byoc.backends.spec import Artifact, Backend, Composite
 from byoc.dialects import make_context, relay
 from byoc.dialects.emitc import EmitC_IncludeOp
+from byoc.passes.concat_in_place import writable_in_place
 from byoc.passes.dedup_functions import dedup_functions
 from byoc.passes.split_functions import (
     MAX_OPS,
@@ -109,6 +110,17 @@ def c_types(op: Operation) -> str | None:
             if isinstance(typ, TensorType) and not has_c_type(typ.element_type):
                 return f"{kind} {i} is {typ}; C has no type for {typ.element_type}"
     return None
+
+
+def concatenate_check(op: Operation) -> str | None:
+    """Takes a concatenation the host cannot write in place: one along an axis
+    after a dimension above 1, or of arguments and constants only."""
+    if writable_in_place(op):
+        return (
+            "the host writes this concatenation in place: its producers write their "
+            "slices of its buffer (passes/concat_in_place.py)"
+        )
+    return c_types(op)
 
 
 COMPOSITES = (
@@ -267,7 +279,7 @@ def codegen(functions: ModuleOp) -> Artifact:
 
 backend = Backend(
     name="ccompiler",
-    ops={name: c_types for name in SUPPORTED},
+    ops={name: c_types for name in SUPPORTED} | {relay.ConcatenateOp.name: concatenate_check},
     codegen=codegen,
     description="C generated through emitc, compiled by the system C compiler",
     source=generate_c,

@@ -48,6 +48,7 @@ from byoc.passes.convert_memref_to_llvm import (
     GlobalLowering,
     LoadLowering,
     StoreLowering,
+    ViewLowering,
 )
 from byoc.passes.convert_scf_to_llvm import SCF_TO_LLVM_PATTERNS
 from byoc.passes.speed import garbage_collector_paused
@@ -66,6 +67,7 @@ LOOP_LEVEL_OPS = frozenset(
         "memref.dealloc",
         "memref.load",
         "memref.store",
+        "memref.view",
         "memref.get_global",
         "memref.global",
         "arith.constant",
@@ -139,6 +141,7 @@ def lower_to_llvm(module: ModuleOp) -> None:
                 AllocLowering(c_functions),
                 AllocaLowering(),
                 DeallocLowering(c_functions),
+                ViewLowering(),
                 GetGlobalLowering(),
                 GlobalLowering(),
             ]

@@ -2,8 +2,8 @@
 
 `memref.load %m[%i, %j] : memref<AxBxf32>` becomes one `llvm.getelementptr` at
 the row-major offset `%i * B + %j` and an `llvm.load`; `memref.alloc` and
-`memref.dealloc` call `malloc` and `free`; `memref.alloca` becomes an
-`llvm.alloca` in the entry block; constant globals become `llvm.mlir.global`s.
+`memref.dealloc` call `malloc` and `free`; `memref.view` is a `getelementptr`
+of bytes; `memref.alloca` becomes an `llvm.alloca` in the entry block; constant globals become `llvm.mlir.global`s.
 Once the function is a CFG, every `malloc` is checked (`check_allocations`):
 NULL returns status `ALLOCATION_FAILED` at once, the bytes asked for kept in
 the module's `FAILED_BYTES` global.
@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     IntegerAttr,
+    IntegerType,
     TensorType,
     UnitAttr,
     i32,
@@ -139,6 +140,16 @@ class AllocLowering(RewritePattern):
         malloc = self.c_functions.declare("malloc", [i64], LLVM_PTR)
         size = rewriter.insert(i64_constant(type.element_count() * element_size(type)))
         rewriter.replace(op, llvm.CallOp(malloc, size, return_type=LLVM_PTR))
+
+
+class ViewLowering(RewritePattern):
+    """Lowers `memref.view` (a memref at a byte offset of an `i8` buffer) to an
+    `llvm.getelementptr` of bytes."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.ViewOp, rewriter: PatternRewriter, /):
+        checked_memref(op, op.result.type)
+        rewriter.replace(op, offset_gep(op.source, op.byte_shift, IntegerType(8)))
 
 
 @dataclass

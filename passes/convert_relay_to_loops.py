@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, math
+from xdsl.dialects import arith, func, math, memref
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnregisteredOp,
     i1,
+    i8,
     i64,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
@@ -68,7 +69,13 @@ from byoc.passes.loop_nests import (
 from byoc.passes.lower_nn import NN_LOWERINGS, integer_max_min
 from byoc.passes.lower_qnn import QNN_LOWERINGS
 from byoc.passes.remainders_and_shifts import remainder, shift
-from byoc.passes.lower_shapes import SHAPE_LOWERINGS, GlobalConstants, lower_constant
+from byoc.passes.concat_in_place import copied_operands, plan_slices, tensor_bytes
+from byoc.passes.lower_shapes import (
+    SHAPE_LOWERINGS,
+    GlobalConstants,
+    copy_into_slices,
+    lower_constant,
+)
 from byoc.passes.lower_transform import TRANSFORM_LOWERINGS, cast_scalar, where_scalar
 from byoc.passes.vector_math import erf_of, exp_of
 
@@ -726,8 +733,15 @@ def convert_body(
     types: TypeConverter,
     constants: GlobalConstants,
     marks: ProfileMarks | None = None,
+    in_place: bool = False,
 ) -> Block:
-    """The loop-level body computing what `old` computes, on the arguments `args`."""
+    """The loop-level body computing what `old` computes, on the arguments `args`.
+
+    With `in_place`, concatenations are written in place (`plan_slices`): a
+    value living in a slice of one gets a `memref.view` of its root's buffer,
+    an `i8` buffer of the root's bytes, and the concatenation copies only the
+    operands that are not.
+    """
     name = function.sym_name.data
     ops = list(old.ops)
     ret = ops[-1] if ops else None
@@ -765,6 +779,8 @@ def convert_body(
         consumer = fused.get(op.results[0]) if len(op.results) == 1 else None
         emitted_at[op] = position if consumer is None else emitted_at[consumer]
 
+    slices = plan_slices(ops, set(returned)) if in_place else {}
+
     # Liveness, linearly: the position where each value is last used (or defined).
     last_use: dict[SSAValue, int] = {}
     for op in ops:
@@ -776,9 +792,18 @@ def convert_body(
             if last_use.get(value, -1) < at:
                 last_use[value] = at
     frees: dict[int, list[SSAValue]] = {}
+    # A root's buffer is free once every value living in it is dead.
+    root_end: dict[SSAValue, int] = {}
     for value, position in last_use.items():
         if not is_read_only(value) and value not in destinations and value not in fused:
-            frees.setdefault(position, []).append(value)
+            place = slices.get(value)
+            if place is None:
+                frees.setdefault(position, []).append(value)
+            elif root_end.get(place.root, -1) < position:
+                root_end[place.root] = position
+    root_frees: dict[int, list[SSAValue]] = {}
+    for root, position in root_end.items():
+        root_frees.setdefault(position, []).append(root)
 
     b = BodyBuilder(block, ConstantPool(block))
     status: SSAValue | None = None
@@ -786,6 +811,28 @@ def convert_body(
     # and serves the next value of the same type; all are freed at the end.
     pool: dict[Attribute, list[SSAValue]] = {}
     pooled: list[SSAValue] = []
+    roots: dict[SSAValue, SSAValue] = {}
+
+    def new_buffer(typ: MemRefType, name: str | None) -> SSAValue:
+        free = pool.get(typ)
+        if free:
+            return free.pop()
+        buffer = alloc(b, typ)
+        buffer.name_hint = name
+        pooled.append(buffer)
+        return buffer
+
+    def view(value: SSAValue, typ: MemRefType) -> SSAValue:
+        """`value`'s slice of its root's buffer (allocated by the first slice)."""
+        place = slices[value]
+        root = roots.get(place.root)
+        if root is None:
+            typ_bytes = MemRefType(i8, [tensor_bytes(place.root)])
+            root = roots[place.root] = new_buffer(typ_bytes, place.root.name_hint)
+        shift = b.index(place.offset)
+        viewed = b.insert(memref.ViewOp(root, shift, [], typ)).result
+        viewed.name_hint = value.name_hint
+        return viewed
     for position, op in enumerate(ops):
         if isinstance(op, relay.ConstantOp):
             if op.result.first_use is not None:  # a dead weight costs nothing
@@ -824,17 +871,17 @@ def convert_body(
                 typ = types.memref(
                     value.type, lambda i=index: f"result {i} of '{op.name}' in @{name}"
                 )
-                free = pool.get(typ)
-                if free:
-                    buffer = free.pop()
+                if value in slices:
+                    buffer = view(value, typ)
                 else:
-                    buffer = alloc(b, typ)
-                    buffer.name_hint = value.name_hint
-                    pooled.append(buffer)
+                    buffer = new_buffer(typ, value.name_hint)
             buffers[value] = buffer
             results.append(buffer)
         if fuses:
             lower_fused(b, op, buffers, fused, results[0])
+            op_status = None
+        elif op.results and op.results[0] in slices and isinstance(op, relay.ConcatenateOp):
+            copy_into_slices(b, op, operands, results[0], copied_operands(op, slices))
             op_status = None
         else:
             op_status = lowering(b, op, operands, results)
@@ -846,6 +893,8 @@ def convert_body(
             )
         for value in frees.get(position, ()):
             pool.setdefault(buffers[value].type, []).append(buffers[value])
+        for root in root_frees.get(position, ()):
+            pool.setdefault(roots[root].type, []).append(roots[root])
 
     if marks is not None:
         marks.mark(b, None)
@@ -862,8 +911,10 @@ def convert_function(
     types: TypeConverter,
     constants: GlobalConstants,
     marks: ProfileMarks | None = None,
+    in_place: bool = False,
 ) -> None:
-    """Lower one relay function (or declaration) to the loop-level IR, in place."""
+    """Lower one relay function (or declaration) to the loop-level IR, in place
+    (`in_place`: see `convert_body`)."""
     if is_loop_level(function):
         return
     region = function.body
@@ -877,7 +928,7 @@ def convert_function(
     if not blocks:
         return
     old = blocks[0]
-    new = convert_body(function, old, args, types, constants, marks)
+    new = convert_body(function, old, args, types, constants, marks, in_place)
     region.detach_block(old)
     region.add_block(new)
     old.erase(safe_erase=False)
@@ -891,7 +942,8 @@ def convert_relay_to_loops(module: ModuleOp, marks: ProfileMarks | None = None) 
     for op in list(module.body.block.ops):
         if isinstance(op, func.FuncOp):
             host = extern.COMPILER_ATTR not in op.attributes
-            convert_function(op, types, constants, marks if host else None)
+            # Only the host exit reads memref.view: backends' functions copy.
+            convert_function(op, types, constants, marks if host else None, host)
     if marks is not None:
         marks.declare(module)
 

@@ -192,13 +192,24 @@ def lower_concatenate(
 ) -> None:
     """Lowers `relay.concatenate` to one copy nest per operand, each writing the
     output at its offset along the axis."""
+    copy_into_slices(b, op, operands, results[0], [True] * len(operands))
+
+
+def copy_into_slices(
+    b: BodyBuilder,
+    op: Operation,
+    operands: Sequence[SSAValue],
+    target: SSAValue,
+    copied: Sequence[bool],
+) -> None:
+    """The copy nests of `relay.concatenate` for the operands `copied` selects
+    (the others were written in place: passes/concat_in_place.py)."""
     assert isinstance(op, relay.ConcatenateOp)
-    target = results[0]
     axis = relay.normalize_axis(op.attrs()["axis"], len(shape_of(target)), op.name)  # type: ignore[arg-type]
     offset = 0
-    for source in operands:
+    for source, copy in zip(operands, copied, strict=True):
         shape = shape_of(source)
-        if math.prod(shape) != 0:
+        if copy and math.prod(shape) != 0:
             inner, ivs = loop_nest(b, shape)
             value = inner.scalar(
                 memref.LoadOp, source, *ivs, result_type=element_type_of(source)

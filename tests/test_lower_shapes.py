@@ -97,7 +97,7 @@ CONTRACT_OPS = {
     "arith.divui", "arith.remui",
     "scf.for", "scf.yield",
     "memref.alloc", "memref.dealloc", "memref.load", "memref.store",
-    "memref.global", "memref.get_global",
+    "memref.global", "memref.get_global", "memref.view",
 }  # fmt: skip
 """The ops of docs/architecture.md these lowerings (and the tests' models) produce."""
 

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     f32,
     f64,
+    i8,
 )
 from xdsl.interpreter import (
     Interpreter,
@@ -40,7 +41,7 @@ from xdsl.interpreters.math import MathFunctions
 from xdsl.interpreters.memref import MemRefFunctions
 from xdsl.interpreters.scf import ScfFunctions
 from xdsl.interpreters.shaped_array import ShapedArray
-from xdsl.interpreters.utils.ptr import TypedPtr
+from xdsl.interpreters.utils.ptr import RawPtr, TypedPtr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def
 
@@ -97,9 +98,13 @@ class CheckedMemRefFunctions(MemRefFunctions):
     def __init__(self) -> None:
         self.live: set[int] = set()
         self.freed: set[int] = set()
+        self.views: dict[int, tuple[ShapedArray[Any], ShapedArray[Any]]] = {}
+        """id of a memref.view -> (the view, the buffer it views)."""
 
     def check(self, buffer: ShapedArray[Any], indices: Sequence[int], what: str):
-        assert id(buffer) not in self.freed, f"{what} of a freed buffer"
+        found = self.views.get(id(buffer))
+        owner = buffer if found is None else found[1]
+        assert id(owner) not in self.freed, f"{what} of a freed buffer"
         assert len(indices) == len(buffer.shape), f"{what}: wrong index count"
         for i, extent in zip(indices, buffer.shape):
             assert 0 <= i < extent, f"{what}: index {list(indices)} out of {buffer.shape}"
@@ -107,10 +112,27 @@ class CheckedMemRefFunctions(MemRefFunctions):
     @impl(memref.AllocOp)
     def run_alloc(self, interp: Interpreter, op: memref.AllocOp, args: PythonValues):
         typ = op.memref.type
-        # NaN-filled, so a read before any write shows in the results.
-        buffer = to_buffer(np.full(typ.get_shape(), np.nan, dtype=DTYPES[typ.element_type]))
+        if typ.element_type == i8:  # bytes for views: all ones, a NaN as floats
+            (size,) = typ.get_shape()
+            buffer = ShapedArray(TypedPtr(RawPtr(bytearray(b"\xff" * size)), xtype=i8), [size])
+        else:
+            # NaN-filled, so a read before any write shows in the results.
+            buffer = to_buffer(np.full(typ.get_shape(), np.nan, dtype=DTYPES[typ.element_type]))
         self.live.add(id(buffer))
         return (buffer,)
+
+    @impl(memref.ViewOp)
+    def run_view(self, interp: Interpreter, op: memref.ViewOp, args: PythonValues):
+        source, shift = args[0], args[1]
+        assert id(source) in self.live, "view of a buffer not allocated (or freed)"
+        typ = op.result.type
+        size = typ.element_type.compile_time_size
+        assert 0 <= shift and shift + pymath.prod(typ.get_shape()) * size <= source.size
+        view = ShapedArray(
+            TypedPtr(source.data_ptr.raw + shift, xtype=typ.element_type), list(typ.get_shape())
+        )
+        self.views[id(view)] = (view, source)
+        return (view,)
 
     @impl(memref.DeallocOp)
     def run_dealloc(self, interp: Interpreter, op: memref.DeallocOp, args: PythonValues):
