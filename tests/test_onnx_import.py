@@ -162,6 +162,28 @@ case(
     X234,
     initializers={"k": np.array(-1, np.int64)},
 )
+# Einsum: matmuls, diagonals, traces, sums, outer and elementwise products,
+# three operands, broadcast ellipses and implicit outputs.
+for _id, _equation, _shapes in [
+    ("matmul", "ij,jk->ik", [(3, 4), (4, 5)]),
+    ("implicit-matmul", "ij,jk", [(3, 4), (4, 5)]),
+    ("batch-diagonal", "...ii->...i", [(2, 3, 3)]),
+    ("trace", "ii", [(4, 4)]),
+    ("diagonal-sum", "iij->j", [(3, 3, 2)]),
+    ("sum", "ij->", [(3, 4)]),
+    ("inner", "i,i", [(5,), (5,)]),
+    ("outer", "i,j->ij", [(3,), (4,)]),
+    ("broadcast-product", "ij,ij->ij", [(2, 3), (1, 3)]),
+    ("transpose", "ba", [(2, 3)]),
+    ("attention-scores", "bhqd,bhkd->bhqk", [(1, 2, 5, 8), (1, 2, 6, 8)]),
+    ("ellipsis-matmul", "...ij,...jk", [(2, 1, 3, 4), (1, 5, 4, 2)]),
+    ("three", "abc,cd,de->abe", [(2, 3, 4), (4, 5), (5, 6)]),
+]:
+    case(
+        f"einsum-{_id}",
+        [N("Einsum", [f"x{i}" for i in range(len(_shapes))], ["y"], equation=_equation)],
+        {f"x{i}": random(shape) for i, shape in enumerate(_shapes)},
+    )
 # Losses: targets (and class weights) are initializers; 4 classes on axis 1.
 LOSS_TARGET = {"t": np.array([[0, 3, 1], [2, 2, -1]], np.int64)}  # -1 is ignore_index below
 for reduction in ("none", "sum", "mean"):
@@ -1656,6 +1678,33 @@ def test_loss_target_of_the_wrong_shape_names_the_node() -> None:
     # ONNX's shape inference finds it first; the converter checks it again.
     with pytest.raises(ByocError, match=r"NegativeLogLikelihoodLoss.*dimension value mismatch"):
         byoc.compile(_loss_model(np.array([0, 1, 2], np.int64), (2, 4)))
+
+
+@pytest.mark.parametrize(
+    "equation, shapes, needle",
+    [
+        ("ij,jk->ik", [(3, 4)], "does not match"),
+        ("ijk->i", [(3, 4)], "does not match"),
+        ("ij->ii", [(3, 4)], "names 'i' twice"),
+        ("ij->k", [(3, 4)], "missing from the inputs"),
+        ("i.j", [(3, 4)], "not comma-separated terms"),  # onnx's shape inference hangs on it
+        ("i..j->", [(3, 4)], "not comma-separated terms"),
+        ("ij->", [(3, 4)], None),
+    ],
+)
+def test_bad_einsum_equations_are_one_error_naming_the_node(equation, shapes, needle) -> None:
+    """ONNX's shape inference or the importer's own checks: either way one
+    error naming the node and what is wrong."""
+    inputs = {f"x{i}": shape for i, shape in enumerate(shapes)}
+    model = make_model(
+        [N("Einsum", list(inputs), ["y"], equation=equation, name="mix")], inputs, ["y"]
+    )
+    if needle is None:
+        from_onnx(model)
+        return
+    with pytest.raises(ByocError, match="mix") as error:
+        from_onnx(model)
+    assert needle in str(error.value), str(error.value)
 
 
 def test_loss_target_out_of_range_is_a_run_time_error_naming_the_gather() -> None:

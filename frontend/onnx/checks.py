@@ -17,6 +17,7 @@ outputs without a shape, for one), and its messages name no node.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,11 @@ CHOICES = {"auto_pad": frozenset({"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"}
 """String attributes with a fixed set of values in every operator defining them."""
 
 WINDOW_POSITIVE = ("strides", "dilations", "kernel_shape")
+EINSUM_TERM = r"[A-Za-z]*(?:\.\.\.)?[A-Za-z]*"
+"""One operand (or the output) of an Einsum equation: letters around at most one ellipsis."""
+EINSUM_EQUATION = re.compile(rf"{EINSUM_TERM}(?:,{EINSUM_TERM})*(?:->{EINSUM_TERM})?")
+"""An Einsum equation without its spaces. It is checked before onnx's shape
+inference, which loops forever on some malformed ones (onnx 1.23: `i.j`)."""
 """Attributes of windowed operators (those with `kernel_shape`) that must be >= 1."""
 
 SCALAR_INPUTS = {"Clip": (1, 2), "Range": (0, 1, 2)}
@@ -206,6 +212,14 @@ class _GraphCheck:
 
     def attribute_range(self, label: str, attribute: Any, schema: Any) -> None:
         attr_name = attribute.name
+        if attr_name == "equation" and attribute.type == 3:
+            equation = attribute.s.decode(errors="replace")
+            if not EINSUM_EQUATION.fullmatch(equation.replace(" ", "")):
+                raise self.error(
+                    label,
+                    f"equation '{equation}' is not comma-separated terms of letters around "
+                    "at most one '...', with an optional '->' and output term",
+                )
         if attr_name in FLAGS and attribute.type == 2 and attribute.i not in (0, 1):
             raise self.error(label, f"attribute '{attr_name}' is {attribute.i}; it must be 0 or 1")
         choices = CHOICES.get(attr_name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from byoc.frontend.onnx import elementwise, loss, nn, quantized, reduce, shape
+from byoc.frontend.onnx import einsum, elementwise, loss, nn, quantized, reduce, shape
 from byoc.frontend.onnx.graph import Converter
 
 
@@ -21,6 +21,7 @@ def _merge(*tables: Mapping[str, Converter]) -> dict[str, Converter]:
 
 CONVERTERS: dict[str, Converter] = _merge(
     elementwise.CONVERTERS,
+    einsum.CONVERTERS,
     nn.CONVERTERS,
     loss.CONVERTERS,
     reduce.CONVERTERS,
