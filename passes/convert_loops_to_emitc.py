@@ -70,7 +70,7 @@ from xdsl.utils.exceptions import PassFailedException
 from byoc.backends.spec import ALLOCATION_FAILED
 from byoc.passes.loop_nests import WRAPS_ATTR
 from byoc.passes.split_functions import NO_INLINE
-from byoc.passes.parallel_loops import PARALLEL_ATTR
+from byoc.passes.parallel_loops import CHUNKS_ATTR, PARALLEL_ATTR
 from byoc.dialects.emitc import (
     CONST_ATTR,
     NOINLINE,
@@ -322,8 +322,9 @@ class ForLowering(RewritePattern):
         rewriter.replace_value_with_new_type(iv, convert_type(iv.type, op))
         body = rewriter.move_region_contents_to_new_regions(op.body)
         loop = EmitC_ForOp(op.lb, op.ub, op.step, body)
-        if PARALLEL_ATTR in op.attributes:
-            loop.attributes[PARALLEL_ATTR] = UnitAttr()
+        for name in (PARALLEL_ATTR, CHUNKS_ATTR):
+            if name in op.attributes:
+                loop.attributes[name] = op.attributes[name]
         rewriter.replace(op, loop, [])
 
 

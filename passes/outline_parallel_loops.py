@@ -62,11 +62,12 @@ from byoc.dialects.emitc import (
     EmitC_VerbatimOp,
 )
 
-from byoc.passes.parallel_loops import PARALLEL_ATTR
+from byoc.passes.parallel_loops import CHUNKS_ATTR, PARALLEL_ATTR
 
 MAX_CHUNKS = 64
 """Chunks a loop is cut into at most: enough for a busy machine's threads to
-share the work, few enough that claiming them costs nothing."""
+share the work, few enough that claiming them costs nothing. A loop's
+`byoc.chunks` (its work, byoc-mark-parallel-loops) lowers it."""
 
 RUNTIME_HEADER = "byoc_runtime.h"
 
@@ -147,7 +148,8 @@ class _Outliner:
             ]
             for loop in loops:
                 del loop.attributes[PARALLEL_ATTR]
-                self.outline(function, loop)
+                most = loop.attributes.pop(CHUNKS_ATTR, None)
+                self.outline(function, loop, most.value.data if isinstance(most, IntegerAttr) else MAX_CHUNKS)
         if self.outlined:
             self.module.body.block.insert_op_before(
                 EmitC_IncludeOp(RUNTIME_HEADER, is_standard_include=False),
@@ -155,14 +157,14 @@ class _Outliner:
             )
         return self.outlined
 
-    def outline(self, function: EmitC_FuncOp, loop: EmitC_ForOp) -> None:
+    def outline(self, function: EmitC_FuncOp, loop: EmitC_ForOp, most_chunks: int) -> None:
         captured = _captured(loop)
         cloned = [v for v in captured if isinstance(v.owner, _CLONED)]
         passed = [v for v in captured if v not in cloned]
         if not all(_passable(v) for v in passed) or not _passable(loop.lowerBound):
             return  # stays sequential
         name = f"{function.sym_name.data}_par{self.count}"
-        self.call_site(name, self.count, loop, passed)
+        self.call_site(name, self.count, loop, passed, min(most_chunks, MAX_CHUNKS))
         self.count += 1
         body = self.body_function(name + "_body", loop, passed, cloned)
         task = self.task_function(name, body, passed)
@@ -253,7 +255,7 @@ class _Outliner:
         return EmitC_FuncOp(name, FunctionType.from_lists([_VOID_PTR, i64], []), Region(block))
 
     def call_site(
-        self, name: str, number: int, loop: EmitC_ForOp, passed: list[SSAValue]
+        self, name: str, number: int, loop: EmitC_ForOp, passed: list[SSAValue], most_chunks: int
     ) -> None:
         """Before the loop (which then moves out): its trip count, its values in an
         array, and the pool's parallel loop over its chunks."""
@@ -275,7 +277,7 @@ class _Outliner:
         span = add(EmitC_AddOp(add(EmitC_SubOp(ub64, lb64, i64)), step64, i64))
         one = add(EmitC_ConstantOp(IntegerAttr(1, i64)))
         trips = add(EmitC_DivOp(add(EmitC_SubOp(span, one, i64)), step64, i64))
-        most = add(EmitC_ConstantOp(IntegerAttr(MAX_CHUNKS, i64)))
+        most = add(EmitC_ConstantOp(IntegerAttr(most_chunks, i64)))
         fewer = add(EmitC_CmpOp("lt", trips, most))
         chunks = add(EmitC_ConditionalOp(fewer, trips, most))
         values = [*passed, lb64, step64, trips, chunks]

@@ -5,7 +5,8 @@
 // byoc-outline-parallel-loops: an emitc.for marked byoc.parallel moves into a
 // static function over a range of its iterations; an exported task function
 // reads the values the loop captured from an array of void* and runs chunk
-// `index`; the loop's place calls libbyoc's pool over min(trips, 64) chunks.
+// `index`; the loop's place calls libbyoc's pool over min(trips, 64) chunks,
+// or over fewer when the loop's byoc.chunks says so.
 
 // CHECK:       emitc.include "byoc_runtime.h"
 // CHECK-LABEL: emitc.func @scale_par0_body
@@ -60,5 +61,25 @@ emitc.func @captures_a_float(%a: !emitc.ptr<f32> {emitc.restrict}, %s: f32) {
     %0 = emitc.subscript %a[%i] : (!emitc.ptr<f32>, i64) -> !emitc.lvalue<f32>
     emitc.assign %s : f32 to %0 : !emitc.lvalue<f32>
   } attributes {byoc.parallel}
+  emitc.return
+}
+
+// byoc.chunks = 4: at most 4 chunks (a loop of little work).
+// C-LABEL:   void few_chunks(
+// C:           int64_t [[TRIPS:v[0-9]+]] = (((1000 - 0) + 1) - 1) / 1;
+// C-NEXT:      int64_t [[CHUNKS:v[0-9]+]] = ([[TRIPS]] < 4) ? [[TRIPS]] : 4;
+// C:           byoc_rt_parallel_for([[CHUNKS]], few_chunks_par1, byoc_slots_1);
+// CHECK-LABEL: emitc.func @few_chunks(
+// CHECK-NOT:     byoc.chunks
+// CHECK:         emitc.return
+emitc.func @few_chunks(%a: !emitc.ptr<f32> {emitc.restrict}) {
+  %c0 = "emitc.constant"() <{value = 0 : i64}> : () -> i64
+  %c1 = "emitc.constant"() <{value = 1 : i64}> : () -> i64
+  %n = "emitc.constant"() <{value = 1000 : i64}> : () -> i64
+  %zero = "emitc.constant"() <{value = 0.0 : f32}> : () -> f32
+  emitc.for %i = %c0 to %n step %c1 : i64 {
+    %0 = emitc.subscript %a[%i] : (!emitc.ptr<f32>, i64) -> !emitc.lvalue<f32>
+    emitc.assign %zero : f32 to %0 : !emitc.lvalue<f32>
+  } attributes {byoc.parallel, byoc.chunks = 4 : i64}
   emitc.return
 }

@@ -3,7 +3,8 @@
 // RUN: byoc-opt %s -p byoc-mark-parallel-loops,convert-loops-to-emitc | filecheck %s --check-prefix=EMITC
 
 // byoc-mark-parallel-loops: the outermost loop whose iterations touch disjoint
-// slices of every buffer they store to, with enough work, gets byoc.parallel.
+// slices of every buffer they store to, with enough work, gets byoc.parallel,
+// and byoc.chunks: its work (trips times ops) in pieces of 32768 ops.
 
 // SMALL-NOT: byoc.parallel
 
@@ -11,14 +12,14 @@
 // CHECK-LABEL: func.func @elementwise
 // CHECK:         scf.for %j
 // CHECK:         }
-// CHECK-NEXT:    } {byoc.parallel}
-// The mark stays on the emitc.for (byoc-outline-parallel-loops reads it).
+// CHECK-NEXT:    } {byoc.parallel, byoc.chunks = 8 : i64}
+// The marks stay on the emitc.for (byoc-outline-parallel-loops reads them).
 // EMITC-LABEL: emitc.func @elementwise
 // EMITC:         emitc.for %i
 // EMITC:           emitc.for %j
 // EMITC:             emitc.assign
 // EMITC-NEXT:      }
-// EMITC-NEXT:    } attributes {byoc.parallel}
+// EMITC-NEXT:    } attributes {byoc.parallel, byoc.chunks = 8 : i64}
 func.func @elementwise(%a: memref<256x256xf32>, %b: memref<256x256xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -37,7 +38,7 @@ func.func @elementwise(%a: memref<256x256xf32>, %b: memref<256x256xf32>) {
 // CHECK-LABEL: func.func @batch_of_one
 // CHECK:         scf.for %n
 // CHECK:           scf.for %i
-// CHECK:           } {byoc.parallel}
+// CHECK:           } {byoc.parallel, byoc.chunks = 6 : i64}
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return
 func.func @batch_of_one(%a: memref<1x256x256xf32>, %b: memref<1x256x256xf32>) {
@@ -57,7 +58,7 @@ func.func @batch_of_one(%a: memref<1x256x256xf32>, %b: memref<1x256x256xf32>) {
 
 // A reduction into the outer loop's own slice is independent (sum of rows).
 // CHECK-LABEL: func.func @row_sums
-// CHECK:         } {byoc.parallel}
+// CHECK:         } {byoc.parallel, byoc.chunks = 10 : i64}
 func.func @row_sums(%a: memref<256x256xf32>, %s: memref<256xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -147,6 +148,41 @@ func.func @runtime_bounds(%a: memref<256x256xf32>, %b: memref<256x256xf32>, %n: 
     scf.for %j = %c0 to %n step %c1 {
       %x = memref.load %a[%i, %j] : memref<256x256xf32>
       memref.store %x, %b[%i, %j] : memref<256x256xf32>
+    }
+  }
+  func.return
+}
+
+// Work for fewer than two chunks (here 128 x 129 x 3 ops, 1.5 chunks) stays
+// sequential: a fork and join would cost about what the loop does.
+// CHECK-LABEL: func.func @under_two_chunks
+// CHECK-NOT:     byoc.parallel
+// CHECK:         func.return
+func.func @under_two_chunks(%a: memref<128x128xf32>, %b: memref<128x128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  scf.for %i = %c0 to %c128 step %c1 {
+    scf.for %j = %c0 to %c128 step %c1 {
+      %x = memref.load %a[%i, %j] : memref<128x128xf32>
+      memref.store %x, %b[%i, %j] : memref<128x128xf32>
+    }
+  }
+  func.return
+}
+
+// A long loop of little work has fewer chunks than trips.
+// CHECK-LABEL: func.func @few_chunks
+// CHECK:         } {byoc.parallel, byoc.chunks = 3 : i64}
+func.func @few_chunks(%a: memref<1024x32xf32>, %b: memref<1024x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c1024 = arith.constant 1024 : index
+  scf.for %i = %c0 to %c1024 step %c1 {
+    scf.for %j = %c0 to %c32 step %c1 {
+      %x = memref.load %a[%i, %j] : memref<1024x32xf32>
+      memref.store %x, %b[%i, %j] : memref<1024x32xf32>
     }
   }
   func.return
