@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import arith, func, memref
+from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     FunctionType,
     MemRefType,
@@ -64,6 +64,7 @@ from byoc.passes.loop_nests import (
     BodyBuilder,
     ConstantPool,
     alloc,
+    compare_integers,
     dealloc,
     shape_of,
 )
@@ -774,16 +775,24 @@ def _weight_sums(b: BodyBuilder, packed: SSAValue, units: int, depth: int) -> SS
 
 
 def _row_sums(
-    b: BodyBuilder, rows: int, depth: int, read: Callable[[BodyBuilder, Index, Index], SSAValue]
+    b: BodyBuilder,
+    rows: int,
+    depth: int,
+    read: Callable[[BodyBuilder, Index, Index], SSAValue],
+    sums: SSAValue | None = None,
+    first: Index = 0,
 ) -> SSAValue:
-    """`sums[m] = sum_k x'[m, k]` (for weight zero points that are not zero)."""
-    sums = alloc(b, MemRefType(I32, (rows,)))
-    sums.name_hint = "row_sums"
+    """`sums[m] = sum_k x'[m, k]` (for weight zero points that are not zero)
+    for the `rows` rows from `first`, into `sums` (a new buffer of `rows`)."""
+    if sums is None:
+        sums = alloc(b, MemRefType(I32, (rows,)))
+        sums.name_hint = "row_sums"
     m_b, (m,) = nest(b, (rows,), ["m"])
+    row = index_add(m_b, first, m)
     cell = _scalar_cell(m_b, "xsum", m_b.constant(0, I32))
     k_b, (k,) = nest(m_b, (depth,), ["k"])
-    store(k_b, _add(k_b, load(k_b, cell, []), read(k_b, m, k)), cell, [])
-    store(m_b, load(m_b, cell, []), sums, [m])
+    store(k_b, _add(k_b, load(k_b, cell, []), read(k_b, row, k)), cell, [])
+    store(m_b, load(m_b, cell, []), sums, [row])
     return sums
 
 
@@ -823,9 +832,24 @@ def _tile(b: BodyBuilder, shape: tuple[int, int]) -> SSAValue:
     return tile
 
 
+def _worth_parallel(work: int, trips: int) -> bool:
+    return work >= PARALLEL_MIN_WORK and trips > 1
+
+
+def _if_else(b: BodyBuilder, condition: SSAValue) -> tuple[BodyBuilder, BodyBuilder]:
+    """Builders in the then- and else-blocks of a new `scf.if condition`."""
+    blocks = []
+    for _ in range(2):
+        block = Block()
+        block.add_op(scf.YieldOp.create())
+        blocks.append(block)
+    b.insert(scf.IfOp.create(operands=(condition,), regions=tuple(Region(k) for k in blocks)))
+    return tuple(b.at(k, k.last_op) for k in blocks)  # type: ignore[return-value]
+
+
 def _parallel(loop_body: BodyBuilder, work: int, trips: int) -> None:
     """Mark the loop around `loop_body` to run across cores when it pays."""
-    if work >= PARALLEL_MIN_WORK and trips > 1:
+    if _worth_parallel(work, trips):
         loop = loop_body.block.parent_op()
         assert loop is not None
         loop.attributes[PARALLEL_ATTR] = UnitAttr()
@@ -879,12 +903,23 @@ def dense_kernel(b: BodyBuilder, p: KernelParams) -> None:
 
     height = ROW_BLOCK * max(1, min(4, TILE_BYTES // (4 * units * ROW_BLOCK)))
     full = rows - rows % height
-    if full:
-        tb, (t,) = nest(ob, (full // height,), ["tile"])
-        _parallel(tb, rows * units * depth, full // height)
-        tiles(height, lambda eb: index_mul(eb, t, height), tb)
-    if full < rows:
-        tiles(rows - full, lambda eb: full, ob)
+    trips = -(-rows // height)
+    if full and full < rows and _worth_parallel(rows * units * depth, trips):
+        # The last, shorter tile is a chunk of the parallel loop too: run after
+        # it on the caller alone, it was 6% of the QDQ MLP's products serial
+        # (4 of 64 rows), and the other threads waited for it.
+        tb, (t,) = nest(ob, (trips,), ["tile"])
+        _parallel(tb, rows * units * depth, trips)
+        whole, last = _if_else(tb, compare_integers(tb, "slt", t, tb.index(full // height)))
+        tiles(height, lambda eb: index_mul(eb, t, height), whole)
+        tiles(rows - full, lambda eb: full, last)
+    else:
+        if full:
+            tb, (t,) = nest(ob, (full // height,), ["tile"])
+            _parallel(tb, rows * units * depth, full // height)
+            tiles(height, lambda eb: index_mul(eb, t, height), tb)
+        if full < rows:
+            tiles(rows - full, lambda eb: full, ob)
     if row_sums is not None:
         dealloc(ob, row_sums)
     for buffer in (correction, multiplier):
@@ -895,11 +930,14 @@ def dense_kernel(b: BodyBuilder, p: KernelParams) -> None:
 
 
 def conv_kernel(b: BodyBuilder, op: relay.QnnConv2dOp, p: KernelParams) -> None:
-    """qnn.conv2d (one group): each image's windows copied as `[pixels,
-    C*KH*KW]` (padding: the zero point), rows padded to whole groups of 4
-    bytes; then, per stretch of an output row, a tile of pixels times every
+    """qnn.conv2d (one group): each image transposed to channels last; then,
+    per output row (the rows run across cores), its pixels' windows copied as
+    rows of `[pixels, C*KH*KW]` (padding: the zero point), padded to whole
+    groups of 4 bytes, and per stretch of the row a tile of pixels times every
     output channel (libbyoc, the weight packed in the patches' order) and its
-    epilogue along the row (contiguous in the output: it vectorises)."""
+    epilogue along the row (contiguous in the output: it vectorises). Copying
+    every window before the rows split left that copy on one core: 15% of the
+    QDQ CNN at one thread, serial at two."""
     batch, channels, _, _ = shape_of(p.data)
     n_out, _, kh, kw = _shape(op.kernel)
     rows_w, cols_w = _windows(op, p.data, p.out, (kh, kw))
@@ -916,16 +954,22 @@ def conv_kernel(b: BodyBuilder, op: relay.QnnConv2dOp, p: KernelParams) -> None:
     patches.name_hint = "patches"
     pad_byte = b.scalar(arith.TruncIOp, data_zero, result_type=element)
     img_b, (img,) = nest(b, (batch,), ["img"])
-    _im2col(img_b, p.data, img, patches, rows_w, cols_w, (channels, kh, kw), pad_byte, signed_data)
+    rows_last = _channels_last(img_b, p.data, img, element, signed_data)
 
     def read(rb: BodyBuilder, row: Index, k: Index) -> SSAValue:
         return _unsigned_i32(rb, load(rb, patches, [row, k]))
 
-    row_sums = None if p.weight_zero_is_zero else _row_sums(img_b, pixels, depth, read)
+    row_sums = None
+    if not p.weight_zero_is_zero:
+        row_sums = alloc(img_b, MemRefType(I32, (pixels,)))
+        row_sums.name_hint = "row_sums"
     epilogue = Epilogue(correction, multiplier, row_sums, p)
     stretch = min(width, max(ROW_BLOCK, TILE_BYTES // (4 * n_out)))
     y_b, (y,) = nest(img_b, (height,), ["y"])
     _parallel(y_b, pixels * n_out * depth, height)
+    _im2col_row(y_b, rows_last, y, patches, rows_w, cols_w, (channels, kh, kw), pad_byte)
+    if row_sums is not None:
+        _row_sums(y_b, width, depth, read, row_sums, index_mul(y_b, y, width))
 
     def segment(sb: BodyBuilder, x0: Index, count: int) -> None:
         base = index_add(sb, index_mul(sb, y, width), x0)
@@ -942,6 +986,7 @@ def conv_kernel(b: BodyBuilder, op: relay.QnnConv2dOp, p: KernelParams) -> None:
         segment(sb, index_mul(sb, s, stretch), stretch)
     if full < width:
         segment(y_b, full, width - full)
+    dealloc(img_b, rows_last)
     if row_sums is not None:
         dealloc(img_b, row_sums)
     for buffer in (patches, correction, multiplier):
@@ -949,71 +994,15 @@ def conv_kernel(b: BodyBuilder, op: relay.QnnConv2dOp, p: KernelParams) -> None:
             dealloc(b, buffer)
 
 
-def _outside(window: Window) -> list[int]:
-    """The outputs of `window` some tap of which falls in the padding."""
-    last = (window.kernel - 1) * window.dilation
-    return [
-        o for o in range(window.outputs)
-        if o * window.stride - window.pad < 0 or o * window.stride - window.pad + last >= window.size
-    ]
-
-
-def _fill_padding(
-    b: BodyBuilder, patches: SSAValue, rows: Window, cols: Window, taps: int, pad_byte: SSAValue
-) -> None:
-    """The zero point in the patches' entries no copy writes: every tap of a
-    pixel whose window reaches into the padding (the copies then write those
-    inside), and the columns after the taps (whole groups of 4 bytes) of the
-    others. Filling all of them wrote each patch byte twice (a conv2d of 64
-    channels on 16x16 pixels: 147 KB, 3 us a call)."""
-    pixels, depth = _shape(patches)
-    width = cols.outputs
-
-    def fill(fb: BodyBuilder, pixel: Index, first: int) -> None:
-        q_b, (q,) = nest(fb, (depth - first,), ["q"])
-        store(q_b, pad_byte, patches, [pixel, index_add(q_b, q, first)])
-
-    edge_rows, edge_cols = _outside(rows), _outside(cols)
-    for oy in edge_rows:
-        x_b, (x,) = nest(b, (width,), ["x"])
-        fill(x_b, index_add(x_b, x, oy * width), 0)
-    inner = [oy for oy in range(rows.outputs) if oy not in edge_rows]
-    if not inner:
-        return
-    # Inner rows are a run (edges are only at the start and the end).
-    y_b, oy = for_range(b, inner[0], inner[-1] + 1, "oy")
-    base = index_mul(y_b, oy, width)
-    for ox in edge_cols:
-        fill(y_b, index_add(y_b, base, ox), 0)
-    inside = [ox for ox in range(width) if ox not in edge_cols]
-    if inside and taps < depth:
-        x_b, ox = for_range(y_b, inside[0], inside[-1] + 1, "ox")
-        fill(x_b, index_add(x_b, base, ox), taps)
-
-
-def _im2col(
-    b: BodyBuilder,
-    data: SSAValue,
-    img: Index,
-    patches: SSAValue,
-    rows: Window,
-    cols: Window,
-    kernel: tuple[int, int, int],
-    pad_byte: SSAValue,
-    flip: bool,
-) -> None:
-    """`patches[oy * OW + ox, (i * KW + j) * C + c] = data[img, c, iy, ix]`
-    (sign bit flipped when `flip`), the padding's entries the zero point.
-
-    The image is first transposed to rows of `W * C` bytes (channels last), so
-    a tap's C channels, and with no dilation a whole window row of `KW * C`
-    bytes, are one contiguous copy: the copies vectorise, where writing the
-    patches tap by tap would store single bytes a patch row apart.
-    """
-    channels, kh, kw = kernel
-    pixels, depth = _shape(patches)
-    _, _, height, width = shape_of(data)
-    element = patches.type.element_type  # type: ignore[attr-defined]
+def _channels_last(
+    b: BodyBuilder, data: SSAValue, img: Index, element: Attribute, flip: bool
+) -> SSAValue:
+    """Image `img` of `data` as rows of `W * C` bytes (channels last; sign bit
+    flipped when `flip`), so a tap's C channels, and with no dilation a whole
+    window row of `KW * C` bytes, are one contiguous copy: the copies
+    vectorise, where writing the patches tap by tap would store single bytes a
+    patch row apart."""
+    _, channels, height, width = shape_of(data)
     rows_last = alloc(b, MemRefType(element, (height, width * channels)))
     rows_last.name_hint = "channels_last"
     t_b, (c, y, x) = nest(b, (channels, height, width), ["c", "y", "x"])
@@ -1021,26 +1010,44 @@ def _im2col(
     if flip:
         value = _xor_sign(t_b, value)
     store(t_b, value, rows_last, [y, index_add(t_b, index_mul(t_b, x, channels), c)])
+    return rows_last
 
-    _fill_padding(b, patches, rows, cols, channels * kh * kw, pad_byte)
+
+def _im2col_row(
+    b: BodyBuilder,
+    rows_last: SSAValue,
+    oy: Index,
+    patches: SSAValue,
+    rows: Window,
+    cols: Window,
+    kernel: tuple[int, int, int],
+    pad_byte: SSAValue,
+) -> None:
+    """`patches[oy * OW + ox, (i * KW + j) * C + c] = image[c, iy, ix]` for
+    every pixel of output row `oy` (`rows_last`: the image channels last), the
+    padding's entries and the columns after the taps (whole groups of 4 bytes)
+    the zero point: each patch byte of the row is written once."""
+    channels, kh, kw = kernel
+    _, depth = _shape(patches)
+    taps = channels * kh * kw
     out_width = cols.outputs
-    i_b, (i,) = nest(b, (kh,), ["ki"])
-    y_lo, y_hi = rows.outputs_of(i_b, i)
-    y_start = rows.start_of(i_b, i)
-    oy_b, oy = for_range(i_b, y_lo, y_hi, "oy")
-    iy = rows.input_of(oy_b, oy, y_start)
-    row_base = index_mul(oy_b, oy, out_width)
+    row_base = index_mul(b, oy, out_width)
 
-    def copy(cb: BodyBuilder, ox: Index, first_tap: int, ix: Index, count: int) -> None:
+    def fill(fb: BodyBuilder, ox: Index, column: int, count: int) -> None:
+        pixel = index_add(fb, row_base, ox)
+        q_b, (q,) = nest(fb, (count,), ["q"])
+        store(q_b, pad_byte, patches, [pixel, index_add(q_b, q, column)])
+
+    def copy(cb: BodyBuilder, ox: Index, column: int, iy: Index, ix: Index, count: int) -> None:
         """`count` bytes of input row iy from column `ix` (channel 0) to the
-        patch of pixel (oy, ox) from tap (i, first_tap)."""
+        patch of pixel (oy, ox) from `column`."""
         pixel = index_add(cb, row_base, ox)
-        column = index_mul(cb, index_add(cb, index_mul(cb, i, kw), first_tap), channels)
         source = index_mul(cb, ix, channels)
         q_b, (q,) = nest(cb, (count,), ["q"])
         byte = load(q_b, rows_last, [iy, index_add(q_b, source, q)])
-        store(q_b, byte, patches, [pixel, index_add(q_b, column, q)])
+        store(q_b, byte, patches, [pixel, index_add(q_b, q, column)])
 
+    inside: list[int] = []
     if cols.dilation == 1:
         # Pixels whose whole window row is inside the image copy KW * C bytes at
         # once; the few at the borders copy tap by tap.
@@ -1049,17 +1056,48 @@ def _im2col(
             if ox * cols.stride - cols.pad >= 0
             and ox * cols.stride - cols.pad + kw - 1 < cols.size
         ]
+    border = [ox for ox in range(out_width) if not inside or not inside[0] <= ox <= inside[-1]]
+
+    def window_row(rb: BodyBuilder, i: int) -> None:
+        """Kernel row `i` of every pixel of the row, its input row inside the image."""
+        iy = index_add(rb, index_mul(rb, oy, rows.stride), i * rows.dilation - rows.pad)
         if inside:
-            first, last = inside[0], inside[-1] + 1
-            x_b, ox = for_range(oy_b, first, last, "ox")
+            x_b, ox = for_range(rb, inside[0], inside[-1] + 1, "ox")
             ix = index_add(x_b, index_mul(x_b, ox, cols.stride), -cols.pad)
-            copy(x_b, ox, 0, ix, kw * channels)
-        border = [ox for ox in range(out_width) if not inside or not first <= ox < last]
-    else:
-        border = list(range(out_width))
-    for ox in border:
-        for j in range(kw):
-            ix = ox * cols.stride + j * cols.dilation - cols.pad
-            if 0 <= ix < cols.size:
-                copy(oy_b, ox, j, ix, channels)
-    dealloc(b, rows_last)
+            copy(x_b, ox, i * kw * channels, iy, ix, kw * channels)
+        for ox in border:
+            for j in range(kw):
+                ix = ox * cols.stride + j * cols.dilation - cols.pad
+                if 0 <= ix < cols.size:
+                    copy(rb, ox, (i * kw + j) * channels, iy, ix, channels)
+                else:
+                    fill(rb, ox, (i * kw + j) * channels, channels)
+
+    def padding_row(rb: BodyBuilder, i: int) -> None:
+        """Kernel row `i` of every pixel of the row, its input row in the padding."""
+        x_b, ox = for_range(rb, 0, out_width, "ox")
+        fill(x_b, ox, i * kw * channels, kw * channels)
+
+    for i in range(kh):
+        first, end = rows.outputs_of(b, i)  # the output rows whose row i is inside
+        if isinstance(oy, int):
+            (window_row if first <= oy < end else padding_row)(b, i)
+        elif first >= end:
+            padding_row(b, i)
+        elif first == 0 and end == rows.outputs:
+            window_row(b, i)
+        else:
+            conditions = []
+            if first > 0:
+                conditions.append(compare_integers(b, "sge", oy, b.index(first)))
+            if end < rows.outputs:
+                conditions.append(compare_integers(b, "slt", oy, b.index(end)))
+            condition = conditions[0]
+            if len(conditions) == 2:
+                condition = b.scalar(arith.AndIOp, *conditions)
+            in_image, in_padding = _if_else(b, condition)
+            window_row(in_image, i)
+            padding_row(in_padding, i)
+    if taps < depth:
+        x_b, ox = for_range(b, 0, out_width, "ox")
+        fill(x_b, ox, taps, depth - taps)

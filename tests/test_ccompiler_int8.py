@@ -438,3 +438,54 @@ def test_int8_dense_data_get_zero_point_minus_128():
     want = byoc.run_reference(parse_text(text), inputs())
     for g, w_ in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w_)
+
+
+def tall_dense_model() -> str:
+    """A quantized dense of 64 rows, depth 64, 64 units (uint8 in and out, so
+    it is the model's only loop): tiles of 24 rows, so two whole tiles and a
+    last one of 16 (itself two register blocks of 6 and one of 4), with enough
+    work (2^18 multiply-adds) to run across cores."""
+    rng = np.random.default_rng(31)
+    weight = rng.integers(-128, 128, (64, 64)).astype(np.int8)
+    return "\n".join([
+        "func.func @main(%q: tensor<64x64xui8>) -> tensor<64x64xui8> {",
+        f"  %s = {_dense(np.asarray(0.05, F32), 'f32')}",
+        f"  %z = {_dense(np.asarray(131, np.int32), 'i32')}",
+        f"  %zero = {_dense(np.asarray(0, np.int32), 'i32')}",
+        f"  %ws = {_dense(np.asarray(0.02, F32), 'f32')}",
+        f"  %is = {_dense(np.asarray(0.001, F32), 'f32')}",
+        f"  %os = {_dense(np.asarray(0.3, F32), 'f32')}",
+        f"  %oz = {_dense(np.asarray(120, np.int32), 'i32')}",
+        f"  %w = {_dense(weight, 'i8')}",
+        "  %d = relay.qnn.dense %q, %w, %z, %zero, %s, %ws : (tensor<64x64xui8>, tensor<64x64xi8>, tensor<i32>, tensor<i32>, tensor<f32>, tensor<f32>) -> tensor<64x64xi32>",
+        '  %r = relay.qnn.requantize %d, %is, %zero, %os, %oz {axis = 1 : i64, out_dtype = "uint8"} : (tensor<64x64xi32>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>) -> tensor<64x64xui8>',
+        "  func.return %r : tensor<64x64xui8>",
+        "}",
+    ])
+
+
+def test_a_dense_is_one_loop_of_the_pool_with_its_last_short_tile():
+    """The last, shorter tile of rows is a chunk of the dense's parallel loop
+    (run after it on the caller alone, it was serial): each call is one loop
+    of three chunks, whoever runs it (the pool, or its caller alone while the
+    pool backs off on a busy machine), and the same answer on 1, 2 or 3 threads."""
+    from byoc.runtime import libbyoc
+
+    text = tall_dense_model()
+    q = np.random.default_rng(37).integers(0, 256, (64, 64)).astype(np.uint8)
+    (want,) = byoc.run_reference(parse_text(text), [q])
+    model = byoc.compile(text, targets=["ccompiler"])
+    before = byoc.threads()
+    try:
+        for threads in (1, 2, 3):
+            byoc.set_threads(threads)
+            start = libbyoc.pool_stats()
+            got = model(q)
+            after = libbyoc.pool_stats()
+            np.testing.assert_array_equal(got, want)
+            change = {k: after[k] - start[k] for k in start}
+            assert change["loops"] + change["alone"] == 1, change
+            assert change["chunks"] == 3 * change["loops"], change
+    finally:
+        byoc.set_threads(before)
+    assert len(np.unique(want)) > 50  # real values, not all saturated
