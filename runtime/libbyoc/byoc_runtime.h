@@ -36,7 +36,8 @@ enum { BYOC_RT_OK = 0, BYOC_RT_FAILED = 1, BYOC_RT_OUT_OF_MEMORY = 2 };
  * loops, then sleep; they never spin against each other. A worker that finds
  * it was preempted while spinning (its core is wanted by other work) spins
  * only briefly for a while, so woken it preempts that work for the next loop
- * instead of sharing the core with it. A loop whose workers came late, or
+ * instead of sharing the core with it. A loop whose workers came late (or
+ * that starts while a worker woken over 250 us ago still sleeps), or that
  * held its caller up with a chunk far longer than the caller's own, makes the
  * caller run its next loops alone: 2 of them, doubled while workers keep being
  * late, at most 256, and for at most 64 ms ($BYOC_POOL_BACKOFF=0 turns this

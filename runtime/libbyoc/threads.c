@@ -46,14 +46,18 @@
 
 /* A loop whose workers were late, this long after it started (a sleeping
  * worker wakes within about 25 us on an idle core), or held the caller up this
- * much longer than two of its own chunks, had workers the OS did not run: the
- * caller runs its next loops alone, BACKOFF_MIN_LOOPS of them, doubled on every
- * late loop up to BACKOFF_MAX_LOOPS, back to the minimum after a loop whose
- * workers came in time; and never for longer than BACKOFF_MAX_NANOSECONDS after
- * the late loop, so a machine that is quiet again gets its workers back. A busy
- * machine then costs a loop at most one wait for a preempted worker's chunk per
- * while. The back-off counts loops, not time, so it scales with the model: a
- * fixed 2 ms covered six calls of a 0.33 ms MLP (two loops a call), now one. */
+ * much longer than two of its own chunks, had workers the OS did not run; so
+ * does a loop that starts while a worker woken this long ago has not yet left
+ * its sleep (on a loaded machine a woken worker missed 4.8 of the QDQ CNN's 4.9
+ * loops a call, each paying a futex wake for nothing, none long enough to count
+ * late by itself). The caller then runs its next loops alone (that one too),
+ * BACKOFF_MIN_LOOPS of them, doubled on every late loop up to
+ * BACKOFF_MAX_LOOPS, back to the minimum after a loop whose workers came in
+ * time; and never for longer than BACKOFF_MAX_NANOSECONDS after the late loop,
+ * so a machine that is quiet again gets its workers back. A busy machine then
+ * costs a loop at most one wait for a preempted worker's chunk per while. The
+ * back-off counts loops, not time, so it scales with the model: a fixed 2 ms
+ * covered six calls of a 0.33 ms MLP (two loops a call), now one. */
 #define LATE_NANOSECONDS 250000L
 #define BACKOFF_MIN_LOOPS 2
 #define BACKOFF_MAX_LOOPS 256
@@ -79,6 +83,8 @@ typedef struct pool {
   _Atomic int64_t alone_left;
   _Atomic int64_t alone_until;
   _Atomic int64_t backoff;
+  /* When the oldest wake-up no worker has answered yet was sent (0: none). */
+  _Atomic int64_t woken_at;
   _Atomic int64_t stats[BYOC_RT_STATS];
 } pool;
 
@@ -181,6 +187,7 @@ static void *worker(void *arg) {
       while (generation(atomic_load(&p->state)) == seen)
         pthread_cond_wait(&p->wake, &p->lock);
       atomic_fetch_sub(&p->sleepers, 1);
+      atomic_store_explicit(&p->woken_at, 0, memory_order_relaxed);
       pthread_mutex_unlock(&p->lock);
       last = now_ns();
       deadline = last + (last < calm_until ? CONTENDED_SPIN_NANOSECONDS : spin);
@@ -206,6 +213,20 @@ static int backoff_enabled(void) {
     atomic_store_explicit(&enabled, e, memory_order_relaxed);
   }
   return e;
+}
+
+/* Workers were late at `now`: run the next loops alone (see LATE_NANOSECONDS). */
+static void back_off(pool *p, int64_t now) {
+  count(p, BYOC_RT_STAT_LATE, 1);
+  if (!backoff_enabled())
+    return;
+  int64_t backoff = atomic_load_explicit(&p->backoff, memory_order_relaxed) * 2;
+  backoff = backoff < BACKOFF_MIN_LOOPS   ? BACKOFF_MIN_LOOPS
+            : backoff > BACKOFF_MAX_LOOPS ? BACKOFF_MAX_LOOPS
+                                          : backoff;
+  atomic_store_explicit(&p->backoff, backoff, memory_order_relaxed);
+  atomic_store_explicit(&p->alone_until, now + BACKOFF_MAX_NANOSECONDS, memory_order_relaxed);
+  atomic_store_explicit(&p->alone_left, backoff, memory_order_relaxed);
 }
 
 static int32_t default_threads(void) {
@@ -296,6 +317,17 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
     }
     atomic_store_explicit(&p->alone_left, 0, memory_order_relaxed);
   }
+  int64_t woken = atomic_load_explicit(&p->woken_at, memory_order_relaxed);
+  if (woken != 0 && start - woken > LATE_NANOSECONDS && atomic_load(&p->sleepers) > 0 &&
+      backoff_enabled()) {
+    back_off(p, start);
+    atomic_fetch_sub_explicit(&p->alone_left, 1, memory_order_relaxed);
+    atomic_store_explicit(&p->busy, 0, memory_order_release);
+    count(p, BYOC_RT_STAT_ALONE, 1);
+    count(p, BYOC_RT_STAT_BACKED_OFF, 1);
+    run_inline(n, task, context);
+    return;
+  }
   atomic_store_explicit(&p->joining, workers < wanted ? workers : (int)wanted,
                         memory_order_relaxed);
   atomic_store_explicit(&p->task, task, memory_order_relaxed);
@@ -309,6 +341,10 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
   if (atomic_load(&p->sleepers) > 0) {
     count(p, BYOC_RT_STAT_WAKES, 1);
     pthread_mutex_lock(&p->lock);
+    /* Under the lock a sleeper is inside pthread_cond_wait, and clears this
+     * (under the lock) when it wakes. */
+    if (atomic_load(&p->sleepers) > 0 && atomic_load_explicit(&p->woken_at, memory_order_relaxed) == 0)
+      atomic_store_explicit(&p->woken_at, start, memory_order_relaxed);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
   }
@@ -332,16 +368,7 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
   if (waiting && ran > 0 && end - waiting > 2 * own / ran + LATE_NANOSECONDS)
     late = 1;
   if (late) {
-    count(p, BYOC_RT_STAT_LATE, 1);
-    if (backoff_enabled()) {
-      int64_t backoff = atomic_load_explicit(&p->backoff, memory_order_relaxed) * 2;
-      backoff = backoff < BACKOFF_MIN_LOOPS   ? BACKOFF_MIN_LOOPS
-                : backoff > BACKOFF_MAX_LOOPS ? BACKOFF_MAX_LOOPS
-                                              : backoff;
-      atomic_store_explicit(&p->backoff, backoff, memory_order_relaxed);
-      atomic_store_explicit(&p->alone_until, end + BACKOFF_MAX_NANOSECONDS, memory_order_relaxed);
-      atomic_store_explicit(&p->alone_left, backoff, memory_order_relaxed);
-    }
+    back_off(p, end);
   } else if (ran < n) {
     atomic_store_explicit(&p->backoff, 0, memory_order_relaxed);
   }
@@ -373,6 +400,7 @@ static void forget_workers(void) {
   atomic_store(&p->busy, 0);
   atomic_store(&p->alone_left, 0);
   atomic_store(&p->backoff, 0);
+  atomic_store(&p->woken_at, 0);
 }
 
 __attribute__((constructor)) static void byoc_rt_threads_init(void) {
