@@ -84,6 +84,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from byoc.backends.spec import ALLOCATION_FAILED, Artifact, Backend, Composite
 from byoc.dialects import relay
+from byoc.dialects.relay.nn import DENSE_PANEL
 from byoc.dialects.emitc import (
     CONST_ATTR,
     RESTRICT_ATTR,
@@ -1810,6 +1811,13 @@ def alter_op(op: Operation) -> None:
 def _alter_dense(op: relay.DenseOp) -> None:
     weight = op.operands[1].owner
     if not isinstance(weight, relay.ConstantOp) or dense_check(op) is not None:
+        return
+    units = _shape(op.operands[1])[0]
+    if math.prod(_shape(op.operands[0])[:-1]) == 1 and 2 * DENSE_PANEL * -(-units // DENSE_PANEL) >= 3 * units:
+        # One row (a classifier at batch 1) is a matrix-vector product, bound by
+        # reading the weight: sgemv reads it as it is, where panels of 32 units
+        # read a 10-unit layer's weight 3.2 times over (bench/run.py's CNN,
+        # 8192 x 10: 1.3 MB for 0.33 MB, 12 us of its 58; sgemv 5 us).
         return
     packed = relay.ConstantOp.from_numpy(relay.pack_dense_weight(weight.to_numpy()))
     dense = relay.DensePackedOp(

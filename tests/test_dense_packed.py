@@ -144,9 +144,10 @@ def test_results_do_not_depend_on_the_thread_count(packed_model):
 
 
 def test_gelu_of_extreme_values_is_finite_and_exact_at_the_ends():
-    """The kernel's erf saturates at +-1 (|x| >= 4) and keeps NaN and inf."""
-    x = np.array([[-1e30, -30.0, -4.0, -1.0, -0.5, 0.0, 0.5, 1.0, 4.0, 30.0, 1e30, np.nan]],
-                 np.float32)
+    """The kernel's erf saturates at +-1 (|x| >= 4) and keeps NaN and inf (two
+    rows: a one-row product of so few units is sgemv's, not the kernel's)."""
+    row = [-1e30, -30.0, -4.0, -1.0, -0.5, 0.0, 0.5, 1.0, 4.0, 30.0, 1e30, np.nan]
+    x = np.array([row, row[::-1]], np.float32)
 
     def body(e, v):
         weight = e(relay.ConstantOp.from_numpy(np.eye(12, dtype=np.float32)))
@@ -238,3 +239,22 @@ def test_dense_packed_with_a_wrong_weight_shape_is_an_error():
 }"""
     with pytest.raises(byoc.ByocError, match=r"t.mlir:2:3: .*units=40 packed have \[2, K, 32\]"):
         parse_text(text, "t.mlir")
+
+
+def test_a_one_row_product_of_few_units_stays_sgemv():
+    """A classifier at batch 1 reads its weight once: 10 units would read 32 in
+    a packed panel (3.2 times the weight), so it stays a dense that sgemv
+    computes; 70 units read 96 (1.4 times) and are packed."""
+    rng = np.random.default_rng(3)
+    weights = [rng.standard_normal((units, 64)).astype(np.float32) for units in (10, 70)]
+
+    def body(e, x):
+        return [e(relay.DenseOp(x, e(relay.ConstantOp.from_numpy(w)))) for w in weights]
+
+    module = build([(1, 64)], body)
+    model = byoc.compile(module, targets=["cblas"])
+    assert model.partitioned_ir.count("relay.nn.dense_packed") == 1
+    assert model.partitioned_ir.count("relay.nn.dense ") == 1
+    source = model.sources["cblas.c"]
+    assert "scipy_cblas_sgemv(" in source and "byoc_rt_dense(" in source
+    check(model, module, [rng.standard_normal((1, 64)).astype(np.float32)])
