@@ -441,14 +441,14 @@ def test_int8_dense_data_get_zero_point_minus_128():
 
 
 def tall_dense_model() -> str:
-    """A quantized dense of 64 rows, depth 64, 64 units (uint8 in and out, so
+    """A quantized dense of 64 rows, depth 128, 64 units (uint8 in and out, so
     it is the model's only loop): tiles of 24 rows, so two whole tiles and a
-    last one of 16 (itself two register blocks of 6 and one of 4), with enough
-    work (2^18 multiply-adds) to run across cores."""
+    last one of 16 (itself two register blocks of 6 and one of 4), with work
+    for four chunks (2^19 multiply-adds), so each tile is one."""
     rng = np.random.default_rng(31)
-    weight = rng.integers(-128, 128, (64, 64)).astype(np.int8)
+    weight = rng.integers(-128, 128, (64, 128)).astype(np.int8)
     return "\n".join([
-        "func.func @main(%q: tensor<64x64xui8>) -> tensor<64x64xui8> {",
+        "func.func @main(%q: tensor<64x128xui8>) -> tensor<64x64xui8> {",
         f"  %s = {_dense(np.asarray(0.05, F32), 'f32')}",
         f"  %z = {_dense(np.asarray(131, np.int32), 'i32')}",
         f"  %zero = {_dense(np.asarray(0, np.int32), 'i32')}",
@@ -457,7 +457,7 @@ def tall_dense_model() -> str:
         f"  %os = {_dense(np.asarray(0.3, F32), 'f32')}",
         f"  %oz = {_dense(np.asarray(120, np.int32), 'i32')}",
         f"  %w = {_dense(weight, 'i8')}",
-        "  %d = relay.qnn.dense %q, %w, %z, %zero, %s, %ws : (tensor<64x64xui8>, tensor<64x64xi8>, tensor<i32>, tensor<i32>, tensor<f32>, tensor<f32>) -> tensor<64x64xi32>",
+        "  %d = relay.qnn.dense %q, %w, %z, %zero, %s, %ws : (tensor<64x128xui8>, tensor<64x128xi8>, tensor<i32>, tensor<i32>, tensor<f32>, tensor<f32>) -> tensor<64x64xi32>",
         '  %r = relay.qnn.requantize %d, %is, %zero, %os, %oz {axis = 1 : i64, out_dtype = "uint8"} : (tensor<64x64xi32>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>) -> tensor<64x64xui8>',
         "  func.return %r : tensor<64x64xui8>",
         "}",
@@ -472,7 +472,7 @@ def test_a_dense_is_one_loop_of_the_pool_with_its_last_short_tile():
     from byoc.runtime import libbyoc
 
     text = tall_dense_model()
-    q = np.random.default_rng(37).integers(0, 256, (64, 64)).astype(np.uint8)
+    q = np.random.default_rng(37).integers(0, 256, (64, 128)).astype(np.uint8)
     (want,) = byoc.run_reference(parse_text(text), [q])
     model = byoc.compile(text, targets=["ccompiler"])
     before = byoc.threads()
