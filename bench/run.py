@@ -49,8 +49,13 @@ CONFIGS = {
 
 ROUNDS = 5
 """Contenders take turns, `runs / ROUNDS` calls each per round, so a noisy
-moment of the machine (or another contender's threads still spinning after
-its calls) falls on all of them alike."""
+moment of the machine falls on all of them alike."""
+
+PAUSE = 0.1
+"""Seconds before each contender's round: onnxruntime's workers spin for about
+40 ms of CPU after its last call (`session.intra_op.allow_spinning`), and
+without the pause they hold the second core during the next contender's
+round (bench/models.py pauses the same way); libbyoc's spin 400 us."""
 
 
 def median_times(contenders: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
@@ -64,6 +69,7 @@ def sample_times(contenders: dict[str, Callable[[], object]], runs: int) -> dict
     per_round = max(1, runs // ROUNDS)
     for _ in range(ROUNDS):
         for name, fn in contenders.items():
+            time.sleep(PAUSE)  # the other contenders' threads stop spinning
             for _ in range(3):
                 fn()
             for _ in range(per_round):
