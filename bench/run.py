@@ -19,7 +19,11 @@ onnxruntime (CPU provider, 2 threads) and to numpy, the contenders taking
 turns in rounds; the quantized tables add each contender's minimum. A
 benchmark, not a test.
 
-    python bench/run.py [--runs 500] [--only float|quantized] [--threads 2]
+    python bench/run.py [--runs 500] [--only float|quantized] [--threads 2] [--pool]
+
+`--pool` prints, under each quantized workload, what libbyoc's pool did per
+call of each byoc contender (bench/models.py's `--pool`: loops, chunks, the
+workers' share, wake-ups, late loops and loops run alone after them, CPU time).
 
 `--threads` sets onnxruntime's intra-op threads and byoc's (`byoc.set_threads`:
 libbyoc's pool, OpenBLAS single-threaded inside its chunks). On a machine
@@ -201,13 +205,14 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=2, help="threads of onnxruntime and of byoc"
     )
+    parser.add_argument("--pool", action="store_true", help="print what libbyoc's pool does per call")
     args = parser.parse_args()
     set_threads(args.threads)
     if args.only != "quantized":
         float_workloads(args.runs)
     if args.only != "float":
         print(f"{'workload':26} {'contender':28} {'median':>10} {'x ort':>7} {'minimum':>10} {'x ort':>7}")
-        quantized_workloads(args.runs)
+        quantized_workloads(args.runs, args.pool)
         print(f"{'workload':26} {'contender':28} {'median':>10} {'x int8':>7} {'minimum':>10} {'x int8':>7}")
         kernel_workloads(max(10, args.runs // 25))
 
@@ -260,7 +265,7 @@ QDQ_CONFIGS = {
 }
 
 
-def quantized_workloads(runs: int) -> None:
+def quantized_workloads(runs: int, pool: bool = False) -> None:
     """(e), (f): QDQ models, byoc against onnxruntime on the same file and
     against both on the float32 model; byoc's output must be within 3 steps
     of the output's quantization scale of onnxruntime's."""
@@ -300,6 +305,13 @@ def quantized_workloads(runs: int) -> None:
             best_float = byoc.compile(model, targets=[t for t in ("cblas", "ccompiler") if t in installed])
             contenders["byoc cblas,ccompiler float32"] = lambda: best_float(*feeds)
             print_samples(title, sample_times(contenders, runs), "onnxruntime QDQ")
+            if pool:
+                from models import pool_counts
+
+                for name, fn in contenders.items():
+                    if name.startswith("byoc"):
+                        print(f"{'':26} {name:28} {pool_counts(fn, max(ROUNDS, runs // 2))}")
+                print()
 
 
 def kernel_workloads(runs: int) -> None:
