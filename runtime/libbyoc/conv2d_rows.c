@@ -33,9 +33,14 @@ static inline __attribute__((always_inline)) void
 rows_store(const int nv, vec acc[ROWS_MR][ROWS_NV], const rows_out *t, const epilogue *e) {
   for (int v = 0; v < nv; v++) {
     int64_t at = t->at[v];
-    if (at >= 0 && t->rows == ROWS_MR) {
+    if (at >= 0) {
+      /* Whole vectors, also for the rows of a group's last, partial panel
+       * (ShuffleNet's groups of 34 and 68 channels: a fifth of its 1x1
+       * tiles went lane by lane below). */
 #pragma GCC unroll 8
       for (int r = 0; r < ROWS_MR; r++) {
+        if (r >= t->rows)
+          break;
         vec y = acc[r][v] + (t->bias != NULL ? t->bias[r] : 0.0f);
         if (t->residual != NULL)
           y += load(t->residual + r * t->plane + at);
@@ -43,7 +48,7 @@ rows_store(const int nv, vec acc[ROWS_MR][ROWS_NV], const rows_out *t, const epi
       }
       continue;
     }
-    /* A vector crossing the end of an output row, or a partial tile. */
+    /* A vector crossing the end of an output row. */
     float lane[ROWS_MR][LANES];
 #pragma GCC unroll 8
     for (int r = 0; r < ROWS_MR; r++)
