@@ -200,6 +200,13 @@ DEPTHWISE = [
     # wide (the last row too), and a left padding wider than a vector.
     ((1, 2, 5, 32), 2, (3, 3), (1, 1), (1, 2, 0, 1), (1, 1), 2, "bias_relu"),
     ((1, 3, 4, 5), 3, (2, 3), (1, 1), (1, 17, 0, 2), (1, 1), 3, "add_relu"),
+    # Read in place through masked loads (AVX-512): stride 2 over rows of
+    # several vectors with a column dilation, padding past the plane's end,
+    # 7x7 planes (ShuffleNet's), a stride 3 row (the split copy).
+    ((1, 3, 13, 50), 3, (3, 3), (2, 2), (1, 1, 2, 3), (1, 2), 3, "bias_add_relu"),
+    ((2, 4, 7, 7), 8, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 4, "bias_relu"),
+    ((1, 2, 9, 35), 2, (3, 5), (2, 2), (0, 4, 3, 0), (1, 1), 2, "add_clip"),
+    ((1, 2, 8, 21), 2, (3, 3), (1, 3), (1, 1, 1, 1), (1, 1), 2, "bias"),
 ]
 
 
