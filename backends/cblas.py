@@ -6,7 +6,10 @@ straight on the input for 1x1 stride-1 convolutions), and the composites
 that end a dense or conv2d with a bias and/or relu. A conv2d or dense with a
 constant weight is computed by libbyoc's kernels instead (`alter_op` packs
 the weight at compile time: relay.nn.conv2d_packed, relay.nn.dense_packed),
-which also fuse a residual add, clip and (dense) gelu. The generated C calls
+which also fuse a residual add, clip and (dense) gelu; libbyoc's
+byoc_rt_pool2d also computes 2-d max and average pools of stride 1 (a pool
+reads like a depthwise stencil, and the generated loops ran rows of 7 or 14
+outputs one scalar at a time). The generated C calls
 `scipy_cblas_sgemm` from the scipy-openblas32 wheel (`pip install
 byoc[cblas]`), then applies the epilogue (bias add, relu) in ONE loop over
 the product's output, in place, while it is still in cache.
@@ -363,6 +366,20 @@ DEPTHWISE_MAX_TAPS = 64
 """Kernel taps libbyoc's depthwise convolution takes (byoc_runtime.h)."""
 
 
+def pool_check(op: Operation) -> str | None:
+    """Takes float32 2-d max and average pools with stride 1 (libbyoc's
+    byoc_rt_pool2d: Inception's 3x3 "same" pools, whose rows of 7 or 14
+    outputs the generated loops run one scalar at a time)."""
+    if reason := _float32(op):
+        return reason
+    attrs = op.attrs()
+    if attrs["layout"] != "NCHW":
+        return f"cblas pools NCHW data only, not {attrs['layout']}"
+    if tuple(attrs["strides"]) != (1, 1) or tuple(attrs["dilation"]) != (1, 1):  # type: ignore[arg-type]
+        return "cblas pools with stride 1 and dilation 1 only (libbyoc's byoc_rt_pool2d)"
+    return None
+
+
 def dense_packed_check(op: Operation) -> str | None:
     """Takes float32 dense_packed (what `alter_op` makes of a dense with a constant
     weight): libbyoc's kernel."""
@@ -382,6 +399,8 @@ KERNEL_CHECKS = {
     relay.BatchMatmulOp.name: batch_matmul_check,
     relay.Conv2dOp.name: conv2d_check,
     relay.Conv2dPackedOp.name: conv2d_packed_check,
+    relay.MaxPool2dOp.name: pool_check,
+    relay.AvgPool2dOp.name: pool_check,
 }
 """The ops computed by sgemm or libbyoc, and their checks."""
 
@@ -783,6 +802,7 @@ def _direct_conv(op: relay.Conv2dOp) -> bool:
 F32_PTR = EmitC_PointerType(f32)
 CONV_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_conv")))
 PRODUCT_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_product")))
+POOL_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_pool")))
 
 LIBBYOC_LAYOUTS = {"OIHW8o": 0, "OIHW32o": 1}
 """conv2d_packed's kernel layouts as byoc_runtime.h numbers them (ROWS, COLUMNS)."""
@@ -1218,6 +1238,9 @@ class FunctionEmitter:
         elif isinstance(op, relay.DensePackedOp):
             self._libbyoc_dense(op, out, step.epilogue)
             return  # the kernel applies the epilogue
+        elif isinstance(op, relay.MaxPool2dOp | relay.AvgPool2dOp):
+            self._libbyoc_pool(op, out)
+            return
         else:
             assert step.source is not None
             self.epilogue(self.refs[step.source], out, shape, step.epilogue)
@@ -1456,6 +1479,30 @@ class FunctionEmitter:
             [product, b.pointer(self.refs[data]), b.pointer(self.refs[weight]), *optional,
              b.pointer(out)],
             results=[i32],
+        ).results[0]
+        self.fail_on(status)
+
+    def _libbyoc_pool(self, op: relay.MaxPool2dOp | relay.AvgPool2dOp, out: Ref) -> None:
+        """One call of libbyoc's `byoc_rt_pool2d` (stride 1), its shape a
+        `static const` struct."""
+        b = self.b
+        (data,) = op.operands
+        attrs = op.attrs()
+        n, c, h, w = _shape(data)
+        _, _, oh, ow = _shape(op.results[0])
+        kh, kw = attrs["pool_size"]  # type: ignore[misc]
+        top, left, bottom, right = relay.normalize_padding(attrs["padding"], op.name)  # type: ignore[arg-type]
+        average = isinstance(op, relay.AvgPool2dOp)
+        include = bool(attrs["count_include_pad"]) if average else False
+        fields = (n, c, h, w, oh, ow, kh, kw, top, left, bottom, right, int(average), int(include))
+        name = f"{self.function.sym_name.data}_pool_{len(self.globals)}"
+        self.globals.append(
+            EmitC_VerbatimOp(f"static const byoc_rt_pool {name} = {{{', '.join(map(str, fields))}}};")
+        )
+        self.uses_libbyoc = True
+        pool = b.value(EmitC_LiteralOp(f"&{name}", POOL_PTR))
+        status = b.call(
+            "byoc_rt_pool2d", [pool, b.pointer(self.refs[data]), b.pointer(out)], results=[i32]
         ).results[0]
         self.fail_on(status)
 
@@ -1845,7 +1892,8 @@ backend = Backend(
     codegen=codegen,
     description=(
         "matmul and batch_matmul as OpenBLAS sgemm/sgemv calls; dense and conv2d "
-        "as libbyoc's kernels on packed weights (or sgemm, im2col and sgemm)"
+        "as libbyoc's kernels on packed weights (or sgemm, im2col and sgemm); "
+        "stride-1 pools in libbyoc"
     ),
     source=generate_c,
     composites=COMPOSITES,

@@ -47,6 +47,7 @@ SOURCES = (
     "conv2d_rows.c",
     "threads.c",
     "depthwise.c",
+    "pool2d.c",
     "conv2d.c",
     "scratch.c",
 )

@@ -110,6 +110,23 @@ int32_t byoc_rt_depthwise_conv2d(const byoc_rt_conv *conv, const float *data,
                                  const float *weight, const float *bias,
                                  const float *residual, float *out);
 
+/* ---- Pooling ----------------------------------------------------------------
+ * out = relay.nn.max_pool2d or avg_pool2d of NCHW float32 data with stride 1
+ * and dilation 1 (Inception's 3x3 "same" pools): taps in the padding (and
+ * past it, ceil_mode) are -inf for a max and 0 for an average; an average
+ * divides by its taps inside the image (`count_include_pad`: inside the image
+ * and its explicit padding), at least 1. Returns BYOC_RT_OK or
+ * BYOC_RT_OUT_OF_MEMORY. */
+enum { BYOC_RT_MAX_POOL = 0, BYOC_RT_AVG_POOL = 1 };
+
+typedef struct byoc_rt_pool {
+  int64_t batch, channels, height, width, out_height, out_width;
+  int64_t kernel_h, kernel_w, pad_top, pad_left, pad_bottom, pad_right;
+  int64_t kind, count_include_pad;
+} byoc_rt_pool;
+
+int32_t byoc_rt_pool2d(const byoc_rt_pool *pool, const float *data, float *out);
+
 /* ---- Matrix products -------------------------------------------------------
  * out[M, N] = act(a[M, K] x W[N, K]^T + bias + residual), row-major float32,
  * W packed at compile time as relay.nn.dense_packed defines

@@ -1,0 +1,60 @@
+"""libbyoc's stride-1 pooling (byoc_rt_pool2d) through cblas: max and average
+pools against the numpy reference over odd shapes, kernels, padding (uneven,
+wider than the kernel), ceil_mode, count_include_pad, batches, and NaN and
+infinities for max; pools with a stride stay on ccompiler."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import byoc
+from byoc.dialects import relay
+from graphs import build
+
+CASES = [
+    # (input shape, pool size, padding (top, left, bottom, right), ceil_mode)
+    ((1, 3, 7, 7), (3, 3), (1, 1, 1, 1), False),
+    ((2, 5, 14, 13), (3, 3), (1, 1, 1, 1), False),
+    ((1, 4, 5, 23), (2, 3), (0, 2, 1, 0), False),
+    ((1, 2, 9, 40), (5, 5), (2, 2, 2, 2), False),
+    ((1, 3, 4, 4), (3, 2), (3, 2, 3, 2), False),
+    ((1, 2, 6, 5), (1, 2), (0, 0, 0, 0), False),
+    ((3, 1, 1, 17), (1, 4), (0, 1, 0, 2), True),
+    ((1, 6, 28, 28), (3, 3), (1, 1, 1, 1), True),
+]
+
+
+def pool_module(shape, size, padding, ceil_mode, kind, include_pad=False):
+    def body(emit, x):
+        if kind == "max":
+            return emit(relay.MaxPool2dOp(x, pool_size=size, padding=padding, ceil_mode=ceil_mode))
+        return emit(relay.AvgPool2dOp(
+            x, pool_size=size, padding=padding, ceil_mode=ceil_mode, count_include_pad=include_pad))
+
+    return build([shape], body)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg", "avg_include_pad"])
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_pool_matches_reference(case, kind):
+    shape, size, padding, ceil_mode = case
+    module = pool_module(shape, size, padding, ceil_mode, kind.split("_")[0], kind.endswith("pad"))
+    model = byoc.compile(module.clone(), targets=["cblas"])
+    assert model.placement["cblas"] == 1
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    if kind == "max":
+        flat = x.reshape(-1)
+        flat[::7] = np.nan
+        flat[3::11] = np.inf
+        flat[5::13] = -np.inf
+    (want,) = byoc.run_reference(module, [x])
+    np.testing.assert_allclose(model(x), want, rtol=1e-6, atol=1e-6)
+
+
+def test_strided_pool_stays_on_ccompiler():
+    module = build([(1, 3, 9, 9)], lambda emit, x: emit(relay.MaxPool2dOp(x, pool_size=(3, 3), strides=(2, 2))))
+    model = byoc.compile(module.clone(), targets=["cblas", "ccompiler"])
+    assert model.placement == {"host": 0, "ccompiler": 1}
+    x = np.random.default_rng(0).standard_normal((1, 3, 9, 9)).astype(np.float32)
+    np.testing.assert_array_equal(model(x), byoc.run_reference(module, [x])[0])
