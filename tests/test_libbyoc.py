@@ -207,6 +207,13 @@ DEPTHWISE = [
     ((2, 4, 7, 7), 8, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 4, "bias_relu"),
     ((1, 2, 9, 35), 2, (3, 5), (2, 2), (0, 4, 3, 0), (1, 1), 2, "add_clip"),
     ((1, 2, 8, 21), 2, (3, 3), (1, 3), (1, 1, 1, 1), (1, 1), 2, "bias"),
+    # Rows of at most 8 outputs, two a vector: an odd row count, stride 2
+    # with a column dilation and a channel multiplier, padding rows on both
+    # sides of a pair, one output.
+    ((1, 3, 14, 14), 3, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 3, "bias_add_relu"),
+    ((1, 2, 9, 9), 4, (3, 3), (2, 2), (1, 1, 1, 1), (1, 2), 2, "add_clip"),
+    ((1, 2, 6, 3), 2, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1), 2, "bias_relu"),
+    ((1, 2, 1, 1), 2, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2, "relu"),
 ]
 
 

@@ -88,6 +88,60 @@ static void depthwise_direct(const dw_job *j, int64_t n, int64_t o, int64_t c) {
     }
   }
 }
+
+/* As `depthwise_direct` for rows of at most 8 outputs (7x7 planes, where 7
+ * of 16 lanes did work): two output rows a vector, rows y and y + 1 in lanes
+ * 0-7 and 8-15, each tap a masked load from each input row (of 8 floats, or
+ * 16 for stride 2) and one permute joining their halves (every other float
+ * for stride 2). */
+static void depthwise_pairs(const dw_job *j, int64_t n, int64_t o, int64_t c) {
+  const byoc_rt_conv *cv = j->cv;
+  int64_t h = cv->height, w = cv->width, oh = cv->out_height, ow = cv->out_width;
+  int64_t kh = cv->kernel_h, kw = cv->kernel_w, sh = cv->stride_h, sw = cv->stride_w;
+  int64_t dh = cv->dilation_h, dw = cv->dilation_w, top = cv->pad_top, left = cv->pad_left;
+  const float *plane = j->data + (n * cv->channels + c) * h * w;
+  const float *weights = j->weight + o * kh * kw;
+  float add = j->bias != NULL ? j->bias[o] : 0.0f;
+  float *out = j->out + (n * cv->out_channels + o) * oh * ow;
+  const float *residual = j->residual ? j->residual + (n * cv->out_channels + o) * oh * ow : NULL;
+  epilogue e = {j->bias, j->residual, cv->activation, cv->low, cv->high};
+  /* Lanes 0-7 of the first row's load and of the second's (stride 1), or
+   * the even lanes of each (stride 2). */
+  const __m512i join =
+      sw == 2 ? _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0)
+              : _mm512_set_epi32(23, 22, 21, 20, 19, 18, 17, 16, 7, 6, 5, 4, 3, 2, 1, 0);
+  __mmask16 inside[64]; /* per kernel column: the lanes inside the row */
+  for (int64_t jj = 0; jj < kw; jj++) {
+    int64_t first = jj * dw - left;
+    inside[jj] = lanes16(-first, w - first) & (sw == 2 ? 0xFFFF : 0x00FF);
+  }
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t y = 0; y < oh; y += 2) {
+    int pair = y + 1 < oh;
+    __mmask16 low = lanes16(0, ow), high = pair ? (__mmask16)(low << 8) : 0;
+    vec acc = splat(add);
+    for (int64_t i = 0; i < kh; i++) {
+      int64_t iy = y * sh + i * dh - top, next = iy + sh;
+      int upper = iy >= 0 && iy < h, lower = pair && next >= 0 && next < h;
+      if (!upper && !lower)
+        continue; /* rows of padding: zeros */
+      const float *a = plane + iy * w - left, *b = plane + next * w - left;
+      for (int64_t jj = 0; jj < kw; jj++) {
+        __m512 u = upper ? _mm512_maskz_loadu_ps(inside[jj], a + jj * dw) : zero;
+        __m512 v = lower ? _mm512_maskz_loadu_ps(inside[jj], b + jj * dw) : zero;
+        acc += weights[i * kw + jj] * (vec)_mm512_permutex2var_ps(u, join, v);
+      }
+    }
+    float *at = out + y * ow;
+    if (residual != NULL) {
+      const float *r = residual + y * ow;
+      acc += (vec)_mm512_maskz_loadu_ps(low, r) + (vec)_mm512_maskz_loadu_ps(high, r + ow - 8);
+    }
+    vec result = act_vector(&e, acc);
+    _mm512_mask_storeu_ps(at, low, (__m512)result);
+    _mm512_mask_storeu_ps(at + ow - 8, high, (__m512)result);
+  }
+}
 #endif
 
 /* Output channel `index` (of all images) of a depthwise convolution. */
@@ -101,7 +155,10 @@ static void depthwise_chunk(void *context, int64_t index) {
     c = c % cv->shuffle * (cv->channels / cv->shuffle) + c / cv->shuffle;
 #ifdef __AVX512F__
   if (cv->stride_w <= 2) {
-    depthwise_direct(j, n, o, c);
+    if (cv->out_width <= 8)
+      depthwise_pairs(j, n, o, c);
+    else
+      depthwise_direct(j, n, o, c);
     return;
   }
 #endif
