@@ -184,6 +184,30 @@ for _id, _equation, _shapes in [
         [N("Einsum", [f"x{i}" for i in range(len(_shapes))], ["y"], equation=_equation)],
         {f"x{i}": random(shape) for i, shape in enumerate(_shapes)},
     )
+# Attention (opset 23): 4-d heads, 3-d inputs split into grouped heads with a
+# causal frontier and softcap, a float mask shorter than the keys, a cache.
+QKV4 = {"q": random((2, 3, 4, 8)), "k": random((2, 3, 6, 8), seed=1), "v": random((2, 3, 6, 5), seed=2)}
+case("attention-4d", [N("Attention", ["q", "k", "v"], ["y"])], QKV4, opset=23)
+case(
+    "attention-3d-gqa-causal-softcap",
+    [N("Attention", ["q", "k", "v"], ["y"], q_num_heads=4, kv_num_heads=2, is_causal=1, softcap=2.0)],
+    {"q": random((2, 5, 32)), "k": random((2, 5, 16), seed=1), "v": random((2, 5, 12), seed=2)},
+    opset=23,
+)
+case(
+    "attention-float-mask-scores",
+    [N("Attention", ["q", "k", "v", "m"], ["y", "", "", "s"], scale=0.25, qk_matmul_output_mode=2)],
+    {**QKV4, "m": random((4, 6), seed=3)},
+    outputs=("y", "s"),
+    opset=23,
+)
+case(
+    "attention-cache-causal",
+    [N("Attention", ["q", "k", "v", "", "pk", "pv"], ["y", "k2", "v2"], is_causal=1)],
+    {**QKV4, "pk": random((2, 3, 2, 8), seed=4), "pv": random((2, 3, 2, 5), seed=5)},
+    outputs=("y", "k2", "v2"),
+    opset=23,
+)
 # Losses: targets (and class weights) are initializers; 4 classes on axis 1.
 LOSS_TARGET = {"t": np.array([[0, 3, 1], [2, 2, -1]], np.int64)}  # -1 is ignore_index below
 for reduction in ("none", "sum", "mean"):
@@ -1705,6 +1729,52 @@ def test_bad_einsum_equations_are_one_error_naming_the_node(equation, shapes, ne
     with pytest.raises(ByocError, match="mix") as error:
         from_onnx(model)
     assert needle in str(error.value), str(error.value)
+
+
+@pytest.mark.parametrize(
+    "attributes, mask, opset",
+    [
+        # A bool mask shorter than the keys (padded with false), softmax output.
+        ({"qk_matmul_output_mode": 3}, np.array([[1, 0, 1, 1], [0, 0, 0, 0], [1, 1, 1, 0], [1, 1, 0, 1]], bool), 23),
+        # The padding of nonpad_kv_seqlen with a per-batch causal frontier.
+        ({"is_causal": 1}, None, 24),
+        # A sliding window of one key on the left and the mask.
+        ({"left_window_size": 1, "right_window_size": 0}, np.ones((4, 6), bool), 26),
+    ],
+    ids=["bool-mask-short-mode3", "nonpad-causal", "window"],
+)
+def test_attention_masks_match_onnx_reference(attributes, mask, opset) -> None:
+    """What onnxruntime does not run (masks shorter than the keys, nonpad_kv_seqlen,
+    windows), against onnx's reference; a query seeing no key gives zeros."""
+    from onnx.reference import ReferenceEvaluator
+
+    feeds = dict(QKV4)
+    names = ["q", "k", "v", "m" if mask is not None else ""]
+    value = helper.make_tensor_value_info
+    inputs = [value(n, TensorProto.FLOAT, a.shape) for n, a in feeds.items()]
+    if mask is not None:
+        feeds["m"] = mask
+        inputs.append(value("m", TensorProto.BOOL, mask.shape))
+    if opset == 24 and "is_causal" in attributes:
+        names += ["", "", "n"]
+        feeds["n"] = np.array([6, 3], np.int64)
+        inputs.append(value("n", TensorProto.INT64, [2]))
+    outputs = ["y", "", "", "s"] if attributes.get("qk_matmul_output_mode") else ["y"]
+    graph = helper.make_graph(
+        [N("Attention", names, outputs, **attributes)],
+        "attention",
+        inputs,
+        [value(o, TensorProto.FLOAT, None) for o in outputs if o],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+    want = ReferenceEvaluator(model).run(None, feeds)
+    for targets in ([], ["ccompiler"]):
+        got = byoc.compile(model, targets=targets)(*feeds.values())
+        got = list(got) if isinstance(got, tuple) else [got]
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=str(targets))
+    if mask is not None and not mask[1].any():
+        assert not got[0][:, :, 1].any()  # the query that sees nothing
 
 
 def test_loss_target_out_of_range_is_a_run_time_error_naming_the_gather() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from byoc.frontend.onnx import einsum, elementwise, loss, nn, quantized, reduce, shape
+from byoc.frontend.onnx import attention, einsum, elementwise, loss, nn, quantized, reduce, shape
 from byoc.frontend.onnx.graph import Converter
 
 
@@ -20,6 +20,7 @@ def _merge(*tables: Mapping[str, Converter]) -> dict[str, Converter]:
 
 
 CONVERTERS: dict[str, Converter] = _merge(
+    attention.CONVERTERS,
     elementwise.CONVERTERS,
     einsum.CONVERTERS,
     nn.CONVERTERS,
