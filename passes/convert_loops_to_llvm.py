@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
+from xdsl.dialects import memref
+from xdsl.ir import Operation
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
 
 from byoc.passes.convert_arith_to_llvm import (
     ARITH_TO_LLVM_PATTERNS,
@@ -117,6 +124,19 @@ class ConvertLoopsToLLVMPass(ModulePass):
             lower_to_llvm(op)
 
 
+def rewrite_each(
+    module: ModuleOp, types: tuple[type[Operation], ...], patterns: list[RewritePattern]
+) -> None:
+    """Apply the first of `patterns` that matches to each op of `types`, once, in
+    program order. For patterns that create only ops none of them matches,
+    this is what a PatternRewriteWalker does, without its worklist and its
+    dead-code checks of every op of the module (0.4 s of DenseNet-121's host
+    lowering: 15 us an op)."""
+    applier = GreedyRewritePatternApplier(patterns, dce_enabled=False)
+    for op in [op for op in module.walk() if isinstance(op, types)]:
+        applier.match_and_rewrite(op, PatternRewriter(op))
+
+
 def lower_to_llvm(module: ModuleOp) -> None:
     """The five sweeps of the module docstring."""
     # The patterns create only llvm ops, which no pattern matches, so one sweep
@@ -127,10 +147,7 @@ def lower_to_llvm(module: ModuleOp) -> None:
         apply_recursively=False,
     ).rewrite_module(module)
     retype_index_values(module)
-    PatternRewriteWalker(
-        GreedyRewritePatternApplier([LoadLowering(), StoreLowering()]),
-        apply_recursively=False,
-    ).rewrite_module(module)
+    rewrite_each(module, (memref.LoadOp, memref.StoreOp), [LoadLowering(), StoreLowering()])
     c_functions = CFunctions(module)
     PatternRewriteWalker(
         GreedyRewritePatternApplier(
