@@ -487,7 +487,9 @@ def test_a_worker_that_holds_the_caller_up_makes_a_late_loop():
     assert sorted(ran) == [0, 1] and met.is_set()
     change = {k: after[k] - start[k] for k in start}
     assert change["loops"] == 1 and change["worker_chunks"] == 1 and change["late"] == 1
-    assert change["wait_ns"] >= 1e9
+    # The caller waits from the end of its own chunk, shortly after the worker
+    # began its sleep of over a second: a loaded machine delays that end.
+    assert change["wait_ns"] >= 0.5e9
     assert all(threads == {caller} for threads in alone) or not in_time
     assert backed_off["backed_off"] - after["backed_off"] == (2 if in_time else backed_off["alone"] - after["alone"])
     assert last["loops"] - backed_off["loops"] == 1 and last["backed_off"] == backed_off["backed_off"]
