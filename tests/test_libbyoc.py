@@ -46,6 +46,9 @@ CONVS = [
     ((1, 2, 1, 50), 3, (1, 3), (1, 1), (0, 1, 0, 1), (1, 1), 1, "bias_relu"),
     ((1, 9, 5, 6), 6, (2, 2), (1, 1), (0, 0, 0, 0), (2, 2), 3, "add_clip"),
     ((1, 24, 16, 16), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_add_relu"),
+    # ROWS over a padded grid (57 positions a row of 55 outputs): vectors
+    # crossing a row's end, a partial panel, a residual.
+    ((1, 4, 9, 55), 12, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_add_relu"),
 ]
 
 
