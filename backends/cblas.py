@@ -1796,24 +1796,37 @@ def codegen(functions: ModuleOp) -> Artifact:
 
 def conv2d_kernel_layout(op: relay.Conv2dOp) -> str:
     """The packed layout libbyoc computes `op` in fastest: "OIHW8o" (vectors of
-    output pixels) for stride 1 and wide outputs, "OIHW32o" (vectors of output
-    channels) otherwise, unless `op` is a 1x1 convolution of the image as it
-    is (its pixels contiguous across rows) whose groups' channels fill blocks
-    of 8 better than of 32 (ShuffleNet's 34 channels a group: 40 against 48)."""
+    output pixels) for a 1x1 convolution of a wide image as it is, "OIHW32o"
+    (vectors of output channels) for strides other than 1, and otherwise the
+    one computing fewer multiply-adds, padding lanes included, ROWS given a
+    tenth's handicap: ShuffleNet's 1x1 convs on narrow images, 34 channels a
+    group, fill blocks of 8 better than of 32 (40 against 48), and so do convs
+    of few output channels (3 or 8 of a 3x3 conv at 56x56: 0.17 against
+    0.27 ms). A padded conv's ROWS tiles also compute the grid positions past
+    each row's end and store the vectors straddling one lane by lane: with
+    channels filling blocks of 32 as well as of 8, COLUMNS is faster
+    (SqueezeNet's 16->64 3x3 expand conv at 55x55 0.73 -> 0.53 ms, the float
+    CNN's 3->16 3x3 at 32x32 22 -> 13 us, ResNet-50's 64->64 at 56x56 2.20 ->
+    2.06 ms; one thread)."""
     attrs = op.attrs()
     _, _, height, width = _shape(op.results[0])
     if tuple(attrs["strides"]) != (1, 1):  # type: ignore[arg-type]
         return "OIHW32o"
-    if width >= 32:
-        return "OIHW8o"
     _, _, kh, kw = _shape(op.operands[1])
     padding = relay.normalize_padding_nd(attrs["padding"], 2, op.name)
-    if (kh, kw) != (1, 1) or any(padding):
-        return "OIHW32o"
+    direct = (kh, kw) == (1, 1) and not any(padding)
+    if direct and width >= 32:
+        return "OIHW8o"
     per_group = _shape(op.operands[1])[0] // attrs["groups"]  # type: ignore[operator]
     pixels = height * width
-    # Multiply-adds computed, padding lanes included.
-    rows = math.ceil(per_group / 8) * 8 * (pixels // 48 * 48 + math.ceil(pixels % 48 / 16) * 16)
+    if direct:
+        # Pixels contiguous across rows, in vectors of 16.
+        positions = pixels // 48 * 48 + math.ceil(pixels % 48 / 16) * 16
+    else:
+        # A grid row per output row, as wide as the padded input row, in tiles of 48.
+        grid = width + (kw - 1) * attrs["dilation"][1]  # type: ignore[index]
+        positions = math.ceil(((height - 1) * grid + width) / 48) * 48
+    rows = math.ceil(per_group / 8) * 8 * positions
     columns = (per_group // 32 * 32 + (0 if per_group % 32 == 0 else 16 if per_group % 32 <= 16 else 32)) * pixels
     return "OIHW8o" if rows < 0.9 * columns else "OIHW32o"
 

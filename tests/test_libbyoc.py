@@ -162,9 +162,17 @@ def test_results_do_not_depend_on_the_thread_count(packed_model):
 def test_layout_is_chosen_by_shape():
     module, inputs = conv_graph(
         [
-            ((1, 8, 40, 40), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_relu"),
+            # A 1x1 conv of a wide image as it is: vectors of pixels.
+            ((1, 8, 40, 40), 16, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, "bias_relu"),
             ((1, 8, 40, 40), 16, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1, "bias_relu"),
             ((1, 8, 7, 7), 16, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, "bias_relu"),
+            # A padded 3x3 conv of a wide image: 16 channels fill a block of
+            # 16 as well as two of 8, and ROWS would compute the grid
+            # positions past each row's end (the float CNN's first conv).
+            ((1, 3, 33, 33), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_relu"),
+            # 3 output channels: a block of 8 wastes less than of 16, wide or narrow.
+            ((1, 5, 37, 37), 3, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_relu"),
+            ((1, 5, 9, 9), 3, (3, 3), (1, 1), (1, 0, 1, 2), (1, 2), 1, "bias_relu"),
             # 1x1 on a narrow image, 34 channels a group (ShuffleNet's): blocks
             # of 8 waste less than of 32; its rows are contiguous.
             ((1, 68, 20, 19), 136, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 4, "bias_add_relu"),
@@ -175,7 +183,9 @@ def test_layout_is_chosen_by_shape():
     check(model, module, inputs)
     layouts = [line.split('kernel_layout = "')[1][:7] for line in model.partitioned_ir.splitlines()
                if "conv2d_packed" in line and "kernel_layout" in line]
-    assert [layout.rstrip('"') for layout in layouts] == ["OIHW8o", "OIHW32o", "OIHW32o", "OIHW8o", "OIHW32o"]
+    assert [layout.rstrip('"') for layout in layouts] == [
+        "OIHW8o", "OIHW32o", "OIHW32o", "OIHW32o", "OIHW8o", "OIHW8o", "OIHW8o", "OIHW32o"
+    ]
 
 
 def test_a_weight_that_is_not_a_constant_keeps_the_im2col_path():

@@ -3,14 +3,15 @@
 
 // cblas packs the constant weight of each conv2d it takes into the layout
 // libbyoc's kernel reads (Backend.alter_op, right after annotation): a new
-// constant [G * ceil(O/G / b), I, KH, KW, b] and relay.nn.conv2d_packed. Wide
-// stride-1 outputs get blocks of 8 channels (vectors of pixels), the rest
-// blocks of 32 (vectors of channels). The bias, the residual add and the relu
+// constant [G * ceil(O/G / b), I, KH, KW, b] and relay.nn.conv2d_packed. A
+// padded conv whose 12 channels fill a block of 16 as well as two of 8, and a
+// strided one, get blocks of 32 (vectors of channels; test_libbyoc.py checks
+// the choice of blocks of 8, vectors of pixels, by shape). The bias, the residual add and the relu
 // stay in the composite; a conv2d whose weight is an argument is not packed.
 
 // CHECK-LABEL: func.func @main(
-// CHECK:         %[[W1:.*]] = relay.constant {{.*}} : tensor<2x4x3x3x8xf32>
-// CHECK-NEXT:    %[[C1:.*]] = relay.nn.conv2d_packed %x, %[[W1]] {extern.target = "cblas", extern.composite = "cblas.conv2d_bias_add_relu", padding = array<i64: 1, 1>, channels = 12 : i64, kernel_layout = "OIHW8o"} : (tensor<1x4x40x40xf32>, tensor<2x4x3x3x8xf32>) -> tensor<1x12x40x40xf32>
+// CHECK:         %[[W1:.*]] = relay.constant {{.*}} : tensor<1x4x3x3x32xf32>
+// CHECK-NEXT:    %[[C1:.*]] = relay.nn.conv2d_packed %x, %[[W1]] {extern.target = "cblas", extern.composite = "cblas.conv2d_bias_add_relu", padding = array<i64: 1, 1>, channels = 12 : i64, kernel_layout = "OIHW32o"} : (tensor<1x4x40x40xf32>, tensor<1x4x3x3x32xf32>) -> tensor<1x12x40x40xf32>
 // CHECK-NEXT:    relay.nn.bias_add %[[C1]], {{.*}} {extern.target = "cblas", extern.composite = "cblas.conv2d_bias_add_relu"}
 // CHECK-NEXT:    relay.add {{.*}} {extern.target = "cblas", extern.composite = "cblas.conv2d_bias_add_relu"}
 // CHECK-NEXT:    relay.nn.relu {{.*}} {extern.target = "cblas", extern.composite = "cblas.conv2d_bias_add_relu"}
