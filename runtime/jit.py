@@ -199,6 +199,48 @@ def load_libraries(paths: Sequence[str | PathLike[str]]) -> tuple[str, ...]:
     return loaded
 
 
+_dl = cffi.FFI()
+_dl.cdef(
+    """
+    typedef struct { const char *dli_fname; void *dli_fbase; const char *dli_sname; void *dli_saddr; } Dl_info;
+    void *dlopen(const char *, int);
+    void *dlsym(void *, const char *);
+    int dladdr(const void *, Dl_info *);
+    """
+)
+_RTLD_NOW, _RTLD_NOLOAD = 2, 4
+
+
+@cache
+def _libc():  # noqa: ANN202 (a cffi library)
+    return _dl.dlopen(None)
+
+
+def bind_symbols(libraries: Sequence[str], names: Sequence[str]) -> None:
+    """Point each of `names` that one of `libraries` itself defines at that
+    definition, for the host code linked next. The libraries are loaded into
+    the process's global scope, where the first one defining a name wins: two
+    compiles whose functions share names (one model compiled twice with
+    `cache=False` while a backend's code generation changed) would both call
+    the first one's code. An explicit symbol outranks the global scope, and
+    code linked before keeps the addresses it was linked with."""
+    libc = _libc()
+    info = _dl.new("Dl_info *")
+    for path in libraries:
+        handle = libc.dlopen(str(path).encode(), _RTLD_NOW | _RTLD_NOLOAD)
+        if handle == _dl.NULL:
+            continue
+        real = os.path.realpath(path)
+        for name in names:
+            address = libc.dlsym(handle, name.encode())
+            # dlsym also searches the library's dependencies (libc, libbyoc):
+            # only the library's own definitions are bound.
+            if address == _dl.NULL or not libc.dladdr(address, info) or info.dli_fname == _dl.NULL:
+                continue
+            if os.path.realpath(_dl.string(info.dli_fname).decode()) == real:
+                llvm.add_symbol(name, int(_dl.cast("uintptr_t", address)))
+
+
 class LoadedHost:
     """Host code from a relocatable object, linked in memory by an MCJIT engine
     (no compiling): what `JitModule` produces and what `byoc.load` reads back.
@@ -219,6 +261,7 @@ class LoadedHost:
         must every name in `needed` (the object's undefined symbols, libc's
         included) once the engine exists."""
         self.shared_libraries = load_libraries(libraries)
+        bind_symbols(self.shared_libraries, [*symbols, *needed, *self._declared()])
         for symbol in symbols:
             if llvm.address_of_symbol(symbol) is None:
                 raise ByocError(f"error: no loaded shared object defines '{symbol}'")
@@ -254,6 +297,10 @@ class LoadedHost:
     def _before_linking(self) -> None:
         """A check before the object is linked (MCJIT would bind an unresolved
         symbol to address 0, and calling it would crash the process)."""
+
+    def _declared(self) -> list[str]:
+        """Functions the code calls but does not define, where known before linking."""
+        return []
 
     def variable_address(self, name: str) -> int:
         """Address of the global variable `name` (0 if the code has none)."""
@@ -453,8 +500,7 @@ class JitModule(LoadedHost):
         self._module = compiled.module  # printed only on demand
         self._defined = compiled.defined
         self._libraries = libraries
-        super().__init__(compiled.object)
-        self.shared_libraries = libraries
+        super().__init__(compiled.object, libraries)
 
     @classmethod
     def from_llvm_dialect(
@@ -462,6 +508,13 @@ class JitModule(LoadedHost):
     ) -> JitModule:
         """JIT-compile an llvm-dialect module (the output of convert-loops-to-llvm)."""
         return cls(translate_to_llvm_ir(module), shared_libraries)
+
+    def _declared(self) -> list[str]:
+        return [
+            function.name
+            for function in self._module.functions
+            if function.is_declaration and not function.name.startswith("llvm.")
+        ]
 
     def _before_linking(self) -> None:
         for function in self._module.functions:

@@ -612,6 +612,32 @@ def test_parallel_shares_link_into_the_same_code(shares):
 
 
 @needs_gcc
+def test_each_module_calls_its_own_library_when_names_repeat(tmp_path):
+    """Two libraries defining the same function (one model compiled twice with
+    cache=False while a backend's code generation changed): each host module
+    calls the library it was linked with, not the first one loaded."""
+    kernel = unique_symbol("same_name")
+    text = f"""
+func.func private @{kernel}(memref<4xf32>) -> i32
+func.func @main(%a: memref<4xf32>) -> i32 {{
+  %st = func.call @{kernel}(%a) : (memref<4xf32>) -> i32
+  func.return %st : i32
+}}
+"""
+    modules = []
+    for value in (1, 2):
+        directory = tmp_path / str(value)
+        directory.mkdir()
+        so = build_shared_object(
+            directory,
+            f"#include <stdint.h>\nint32_t {kernel}(float *a) {{ a[0] = {value}; return {value}; }}\n",
+        )
+        modules.append(compile_host(text, shared_libraries=[so]))
+    out = np.zeros(4, np.float32)
+    assert [run(jit, out) for jit in modules] == [1, 2]
+
+
+@needs_gcc
 def test_call_to_external_function_in_shared_object(tmp_path):
     # The brief's example: tanh on the host, then an outlined kernel in C.
     kernel = unique_symbol("ccompiler_0")
