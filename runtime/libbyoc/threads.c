@@ -288,6 +288,19 @@ static void run_inline(int64_t n, byoc_rt_task task, void *context) {
     task(context, i);
 }
 
+/* Releases the pool this loop took and runs the loop on the caller alone;
+ * one run under the back-off (`backed_off`) uses up one of its loops. */
+static void release_and_run_alone(pool *p, int backed_off, int64_t n, byoc_rt_task task,
+                                  void *context) {
+  if (backed_off)
+    atomic_fetch_sub_explicit(&p->alone_left, 1, memory_order_relaxed);
+  atomic_store_explicit(&p->busy, 0, memory_order_release);
+  count(p, BYOC_RT_STAT_ALONE, 1);
+  if (backed_off)
+    count(p, BYOC_RT_STAT_BACKED_OFF, 1);
+  run_inline(n, task, context);
+}
+
 void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
   pool *p = &the_pool;
   int32_t threads = byoc_rt_num_threads();
@@ -300,19 +313,13 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
   int64_t wanted = n - 1 < threads - 1 ? n - 1 : threads - 1;
   int workers = start_workers(p, (int)wanted);
   if (workers == 0) {
-    atomic_store_explicit(&p->busy, 0, memory_order_release);
-    count(p, BYOC_RT_STAT_ALONE, 1);
-    run_inline(n, task, context);
+    release_and_run_alone(p, 0, n, task, context);
     return;
   }
   int64_t start = now_ns();
   if (atomic_load_explicit(&p->alone_left, memory_order_relaxed) > 0) {
     if (start < atomic_load_explicit(&p->alone_until, memory_order_relaxed)) {
-      atomic_fetch_sub_explicit(&p->alone_left, 1, memory_order_relaxed);
-      atomic_store_explicit(&p->busy, 0, memory_order_release);
-      count(p, BYOC_RT_STAT_ALONE, 1);
-      count(p, BYOC_RT_STAT_BACKED_OFF, 1);
-      run_inline(n, task, context);
+      release_and_run_alone(p, 1, n, task, context);
       return;
     }
     atomic_store_explicit(&p->alone_left, 0, memory_order_relaxed);
@@ -321,11 +328,7 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
   if (woken != 0 && start - woken > LATE_NANOSECONDS && atomic_load(&p->sleepers) > 0 &&
       backoff_enabled()) {
     back_off(p, start);
-    atomic_fetch_sub_explicit(&p->alone_left, 1, memory_order_relaxed);
-    atomic_store_explicit(&p->busy, 0, memory_order_release);
-    count(p, BYOC_RT_STAT_ALONE, 1);
-    count(p, BYOC_RT_STAT_BACKED_OFF, 1);
-    run_inline(n, task, context);
+    release_and_run_alone(p, 1, n, task, context);
     return;
   }
   atomic_store_explicit(&p->joining, workers < wanted ? workers : (int)wanted,
