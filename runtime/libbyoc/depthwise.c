@@ -30,6 +30,29 @@ typedef struct dw_job {
   atomic_int failed;
 } dw_job;
 
+/* What the pass of output channel `o` of image `n` (input channel `c`)
+ * reads and writes. */
+typedef struct dw_channel {
+  const float *plane, *weights, *residual; /* residual: NULL if none */
+  float *out;
+  float add; /* the bias, or 0 */
+  epilogue e;
+} dw_channel;
+
+static dw_channel dw_channel_of(const dw_job *j, int64_t n, int64_t o, int64_t c) {
+  const byoc_rt_conv *cv = j->cv;
+  int64_t out_plane = (n * cv->out_channels + o) * cv->out_height * cv->out_width;
+  dw_channel d = {
+      .plane = j->data + (n * cv->channels + c) * cv->height * cv->width,
+      .weights = j->weight + o * cv->kernel_h * cv->kernel_w,
+      .residual = j->residual ? j->residual + out_plane : NULL,
+      .out = j->out + out_plane,
+      .add = j->bias != NULL ? j->bias[o] : 0.0f,
+      .e = {j->bias, j->residual, cv->activation, cv->low, cv->high},
+  };
+  return d;
+}
+
 #ifdef __AVX512F__
 /* Lanes [lo, hi) of a mask of 16 (none when hi <= lo). */
 static inline __mmask16 lanes16(int64_t lo, int64_t hi) {
@@ -51,12 +74,10 @@ static void depthwise_direct(const dw_job *j, int64_t n, int64_t o, int64_t c) {
   int64_t h = cv->height, w = cv->width, oh = cv->out_height, ow = cv->out_width;
   int64_t kh = cv->kernel_h, kw = cv->kernel_w, sh = cv->stride_h, sw = cv->stride_w;
   int64_t dh = cv->dilation_h, dw = cv->dilation_w, top = cv->pad_top, left = cv->pad_left;
-  const float *plane = j->data + (n * cv->channels + c) * h * w;
-  const float *weights = j->weight + o * kh * kw;
-  float add = j->bias != NULL ? j->bias[o] : 0.0f;
-  float *out = j->out + (n * cv->out_channels + o) * oh * ow;
-  const float *residual = j->residual ? j->residual + (n * cv->out_channels + o) * oh * ow : NULL;
-  epilogue e = {j->bias, j->residual, cv->activation, cv->low, cv->high};
+  dw_channel d = dw_channel_of(j, n, o, c);
+  const float *plane = d.plane, *weights = d.weights, *residual = d.residual;
+  float *out = d.out, add = d.add;
+  epilogue e = d.e;
   const __m512i evens =
       _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   __mmask16 near[64], far[64]; /* per kernel column: the lanes inside the row */
@@ -99,12 +120,10 @@ static void depthwise_pairs(const dw_job *j, int64_t n, int64_t o, int64_t c) {
   int64_t h = cv->height, w = cv->width, oh = cv->out_height, ow = cv->out_width;
   int64_t kh = cv->kernel_h, kw = cv->kernel_w, sh = cv->stride_h, sw = cv->stride_w;
   int64_t dh = cv->dilation_h, dw = cv->dilation_w, top = cv->pad_top, left = cv->pad_left;
-  const float *plane = j->data + (n * cv->channels + c) * h * w;
-  const float *weights = j->weight + o * kh * kw;
-  float add = j->bias != NULL ? j->bias[o] : 0.0f;
-  float *out = j->out + (n * cv->out_channels + o) * oh * ow;
-  const float *residual = j->residual ? j->residual + (n * cv->out_channels + o) * oh * ow : NULL;
-  epilogue e = {j->bias, j->residual, cv->activation, cv->low, cv->high};
+  dw_channel d = dw_channel_of(j, n, o, c);
+  const float *plane = d.plane, *weights = d.weights, *residual = d.residual;
+  float *out = d.out, add = d.add;
+  epilogue e = d.e;
   /* Lanes 0-7 of the first row's load and of the second's (stride 1), or
    * the even lanes of each (stride 2). */
   const __m512i join =
@@ -173,7 +192,10 @@ static void depthwise_chunk(void *context, int64_t index) {
     atomic_store(&j->failed, BYOC_RT_OUT_OF_MEMORY);
     return;
   }
-  const float *plane = j->data + (n * cv->channels + c) * h * w;
+  dw_channel d = dw_channel_of(j, n, o, c);
+  const float *plane = d.plane, *weights = d.weights, *residual = d.residual;
+  float *out = d.out, add = d.add;
+  epilogue e = d.e;
   float *zero = rows + h * row_floats;
   memset(zero, 0, (size_t)row_floats * sizeof(float));
   int64_t whole = ceil_div(w, LANES) * LANES; /* floats the vector copy reads */
@@ -209,11 +231,6 @@ static void depthwise_chunk(void *context, int64_t index) {
         *dst++ = src[x];
     }
   }
-  const float *weights = j->weight + o * kh * kw;
-  float add = j->bias != NULL ? j->bias[o] : 0.0f;
-  float *out = j->out + (n * cv->out_channels + o) * oh * ow;
-  const float *residual = j->residual ? j->residual + (n * cv->out_channels + o) * oh * ow : NULL;
-  epilogue e = {j->bias, j->residual, cv->activation, cv->low, cv->high};
   /* Where each tap's input of output column 0 is within a split row: its
    * phase and position (padded column jj * dw). */
   int64_t column[64];
