@@ -496,11 +496,9 @@ class JitModule(LoadedHost):
         """Compile LLVM IR text (or take it compiled), load the shared objects it
         calls, and link it."""
         compiled = code if isinstance(code, HostObject) else compile_llvm_ir(code)
-        libraries = load_libraries(shared_libraries)
         self._module = compiled.module  # printed only on demand
         self._defined = compiled.defined
-        self._libraries = libraries
-        super().__init__(compiled.object, libraries)
+        super().__init__(compiled.object, shared_libraries)
 
     @classmethod
     def from_llvm_dialect(
@@ -524,7 +522,7 @@ class JitModule(LoadedHost):
                 and not name.startswith("llvm.")
                 and llvm.address_of_symbol(name) is None
             ):
-                libraries = ", ".join(self._libraries) or "none"
+                libraries = ", ".join(self.shared_libraries) or "none"
                 raise ByocError(
                     f"error: the host code calls '{name}', which no loaded shared "
                     f"object defines (shared libraries: {libraries})"
