@@ -312,6 +312,53 @@ def test_a_residual_add_of_the_other_branch_first_is_fused():
     assert 'extern.composite = "cblas.conv2d_bias_add_relu"' in model.partitioned_ir
 
 
+def residual_chain(e, x, weights, biases):
+    """A bottleneck block whose residual is an intermediate of the cblas function:
+    h = relu(conv0(x)); y = relu(conv1(h) + h), h also the input of conv1, a 1x1
+    conv reading it in place; z =
+    relu(conv3(relu(conv2(y))) + y), y read last as conv3's residual; then
+    conv4(z), so z is an intermediate too."""
+
+    def conv(i, data, padding):
+        w = e(relay.ConstantOp.from_numpy(weights[i]))
+        y = e(relay.Conv2dOp(data, w, (1, 1), padding))
+        return e(relay.BiasAddOp(y, e(relay.ConstantOp.from_numpy(biases[i])), axis=1))
+
+    h = e(relay.ReluOp(conv(0, x, (1, 1, 1, 1))))
+    y = e(relay.ReluOp(e(relay.AddOp(conv(1, h, (0, 0, 0, 0)), h))))
+    t = e(relay.ReluOp(conv(2, y, (0, 0, 0, 0))))
+    z = e(relay.ReluOp(e(relay.AddOp(conv(3, t, (1, 1, 1, 1)), y))))
+    return conv(4, z, (0, 0, 0, 0))
+
+
+@pytest.mark.parametrize("layout", ["OIHW8o", "OIHW32o"])
+def test_an_output_written_over_its_residual_is_right(layout):
+    """A conv's output takes the scratch buffer of a residual read last there
+    (ResNet's identity shortcuts), never that of a residual that is also the
+    conv's input, which other tiles still read: 13 channels at 9x11 (partial
+    panels and tiles), both layouts."""
+    rng = np.random.default_rng(11)
+    kernels = [(13, 5, 3), (13, 13, 1), (7, 13, 1), (13, 7, 3), (3, 13, 1)]
+    weights = [(rng.standard_normal((o, c, k, k)) / math.sqrt(c * k * k)).astype(np.float32)
+               for o, c, k in kernels]
+    biases = [rng.standard_normal(o).astype(np.float32) for o, _, _ in kernels]
+    module = build([(1, 5, 9, 11)], lambda e, x: residual_chain(e, x, weights, biases))
+    original = cblas.conv2d_kernel_layout
+    cblas.conv2d_kernel_layout = lambda op: layout
+    try:
+        model = byoc.compile(module, targets=["cblas"], cache=False)
+    finally:
+        cblas.conv2d_kernel_layout = original
+    check(model, module, [rng.standard_normal((1, 5, 9, 11)).astype(np.float32)])
+    calls = [line for line in model.c_source.splitlines() if "byoc_rt_conv2d(" in line]
+    assert len(calls) == 5
+    # The last two arguments: the residual and the output.
+    *_, residual, out = (a.strip(" );") for a in calls[1].split(","))
+    assert residual != out, calls[1]  # conv1 reads h as its input and residual
+    *_, residual, out = (a.strip(" );") for a in calls[3].split(","))
+    assert residual == out, calls[3]
+
+
 # --- relay.nn.conv2d_packed on its own ---------------------------------------
 
 
