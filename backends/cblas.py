@@ -7,9 +7,9 @@ that end a dense or conv2d with a bias and/or relu. A conv2d or dense with a
 constant weight is computed by libbyoc's kernels instead (`alter_op` packs
 the weight at compile time: relay.nn.conv2d_packed, relay.nn.dense_packed),
 which also fuse a residual add, clip and (dense) gelu; libbyoc's
-byoc_rt_pool2d also computes 2-d max and average pools of stride 1 (a pool
-reads like a depthwise stencil, and the generated loops ran rows of 7 or 14
-outputs one scalar at a time). The generated C calls
+byoc_rt_pool2d also computes 2-d max and average pools of strides 1 and 2 (a
+pool reads like a depthwise stencil, and the generated loops ran rows of 7
+or 14 outputs one scalar at a time). The generated C calls
 `scipy_cblas_sgemm` from the scipy-openblas32 wheel (`pip install
 byoc[cblas]`), then applies the epilogue (bias add, relu) in ONE loop over
 the product's output, in place, while it is still in cache.
@@ -367,16 +367,18 @@ DEPTHWISE_MAX_TAPS = 64
 
 
 def pool_check(op: Operation) -> str | None:
-    """Takes float32 2-d max and average pools with stride 1 (libbyoc's
+    """Takes float32 2-d max and average pools with strides 1 and 2 (libbyoc's
     byoc_rt_pool2d: Inception's 3x3 "same" pools, whose rows of 7 or 14
-    outputs the generated loops run one scalar at a time)."""
+    outputs the generated loops run one scalar at a time, and the 3x3
+    stride-2 pools of SqueezeNet and ResNet)."""
     if reason := _float32(op):
         return reason
     attrs = op.attrs()
     if attrs["layout"] != "NCHW":
         return f"cblas pools NCHW data only, not {attrs['layout']}"
-    if tuple(attrs["strides"]) != (1, 1) or tuple(attrs["dilation"]) != (1, 1):  # type: ignore[arg-type]
-        return "cblas pools with stride 1 and dilation 1 only (libbyoc's byoc_rt_pool2d)"
+    strides = tuple(attrs["strides"])  # type: ignore[arg-type]
+    if any(s not in (1, 2) for s in strides) or tuple(attrs["dilation"]) != (1, 1):  # type: ignore[arg-type]
+        return "cblas pools with strides 1 and 2 and dilation 1 only (libbyoc's byoc_rt_pool2d)"
     return None
 
 
@@ -1511,7 +1513,7 @@ class FunctionEmitter:
         self.fail_on(status)
 
     def _libbyoc_pool(self, op: relay.MaxPool2dOp | relay.AvgPool2dOp, out: Ref) -> None:
-        """One call of libbyoc's `byoc_rt_pool2d` (stride 1), its shape a
+        """One call of libbyoc's `byoc_rt_pool2d` (strides 1 and 2), its shape a
         `static const` struct."""
         b = self.b
         (data,) = op.operands
@@ -1519,10 +1521,11 @@ class FunctionEmitter:
         n, c, h, w = _shape(data)
         _, _, oh, ow = _shape(op.results[0])
         kh, kw = attrs["pool_size"]  # type: ignore[misc]
+        sh, sw = attrs["strides"]  # type: ignore[misc]
         top, left, bottom, right = relay.normalize_padding(attrs["padding"], op.name)  # type: ignore[arg-type]
         average = isinstance(op, relay.AvgPool2dOp)
         include = bool(attrs["count_include_pad"]) if average else False
-        fields = (n, c, h, w, oh, ow, kh, kw, top, left, bottom, right, int(average), int(include))
+        fields = (n, c, h, w, oh, ow, kh, kw, sh, sw, top, left, bottom, right, int(average), int(include))
         name = f"{self.function.sym_name.data}_pool_{len(self.globals)}"
         self.globals.append(
             EmitC_VerbatimOp(f"static const byoc_rt_pool {name} = {{{', '.join(map(str, fields))}}};")

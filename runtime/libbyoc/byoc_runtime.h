@@ -111,17 +111,20 @@ int32_t byoc_rt_depthwise_conv2d(const byoc_rt_conv *conv, const float *data,
                                  const float *residual, float *out);
 
 /* ---- Pooling ----------------------------------------------------------------
- * out = relay.nn.max_pool2d or avg_pool2d of NCHW float32 data with stride 1
- * and dilation 1 (Inception's 3x3 "same" pools): taps in the padding (and
- * past it, ceil_mode) are -inf for a max and 0 for an average; an average
- * divides by its taps inside the image (`count_include_pad`: inside the image
- * and its explicit padding), at least 1. Returns BYOC_RT_OK or
- * BYOC_RT_OUT_OF_MEMORY. */
+ * out = relay.nn.max_pool2d or avg_pool2d of NCHW float32 data with strides 1
+ * or 2 (each dimension its own) and dilation 1 (Inception's 3x3 "same" pools,
+ * SqueezeNet's and ResNet's 3x3 stride-2 ones): taps in the padding (and past
+ * it, ceil_mode) are -inf for a max and 0 for an average; an average divides
+ * by its taps inside the image (`count_include_pad`: inside the image and its
+ * explicit padding), at least 1. `out_height` and `out_width` are relay's
+ * (ceil_mode decided them). Returns BYOC_RT_OK, BYOC_RT_OUT_OF_MEMORY, or
+ * BYOC_RT_FAILED for another stride. */
 enum { BYOC_RT_MAX_POOL = 0, BYOC_RT_AVG_POOL = 1 };
 
 typedef struct byoc_rt_pool {
   int64_t batch, channels, height, width, out_height, out_width;
-  int64_t kernel_h, kernel_w, pad_top, pad_left, pad_bottom, pad_right;
+  int64_t kernel_h, kernel_w, stride_h, stride_w;
+  int64_t pad_top, pad_left, pad_bottom, pad_right;
   int64_t kind, count_include_pad;
 } byoc_rt_pool;
 
