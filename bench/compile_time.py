@@ -59,12 +59,14 @@ TARGET_SETS = {"cblas,ccompiler": ["cblas", "ccompiler"], "host": []}
 
 
 def _peak() -> float:
-    """Peak RSS of this process, in MB. Not getrusage's ru_maxrss: Linux keeps
-    that across fork and exec, so a worker would report its parent's peak."""
+    """Peak RSS of this process, in MB (10^6 bytes, the unit the file sizes
+    are printed in, so the two compare directly). Not getrusage's ru_maxrss:
+    Linux keeps that across fork and exec, so a worker would report its
+    parent's peak."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
+            if line.startswith("VmHWM:"):  # in kB (1024 bytes)
+                return int(line.split()[1]) * 1024 / 1e6
     return 0.0
 
 
@@ -247,11 +249,14 @@ def bench_libbyoc(repeat: int) -> None:
 
 
 def bench_models(names: list[str], folder: Path, repeat: int) -> None:
-    print(f"Real models (random weights), seconds; median (min) of {repeat}; peak RSS in MB")
+    print(
+        f"Real models (random weights), seconds; median (min) of {repeat}; file and peak "
+        "RSS in MB (10^6 bytes); x file = peak / file size"
+    )
     print("cold: empty compile cache, libbyoc already built (see above)")
     header = (
         f"{'model':13} {'MB':>5} {'targets':16} {'cold s':>12} {'cold cpu':>12} {'cached s':>12} {'load s':>7} "
-        f"{'ort s':>7} {'peak':>6}  slowest stages (cold)"
+        f"{'ort s':>7} {'peak':>6} {'x file':>6}  slowest stages (cold)"
     )
     print(header)
     print("-" * len(header))
@@ -296,7 +301,8 @@ def bench_models(names: list[str], folder: Path, repeat: int) -> None:
                 continue
             print(
                 f"{name:13} {size:5.0f} {label:16} {_stat(cold):>12} {_stat(cold_cpu):>12} {_stat(cached):>12} "
-                f"{_stat(loads):>7} {_stat(orts):>7} {peak:6.0f}  {_top_stages(timings)}",
+                f"{_stat(loads):>7} {_stat(orts):>7} {peak:6.0f} {peak / size:6.2f}  "
+                f"{_top_stages(timings)}",
                 flush=True,
             )
 
