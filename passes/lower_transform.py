@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     TensorType,
     i32,
+    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
@@ -277,14 +278,22 @@ def convert_scalar(
         return b.scalar(arith.ExtFOp if wider else arith.TruncFOp, value, result_type=target)
     if isinstance(source, AnyFloat):
         assert isinstance(target, IntegerType)
-        if target.width.data >= 32 and not unsigned_order(target):
+        width = target.width.data
+        if width == 64 and unsigned_order(target) and source.bitwidth > 16:
+            return _float_to_u64(b, value, source, target)
+        if width == 64 or (width == 32 and not unsigned_order(target)):
             return b.scalar(arith.FPToSIOp, value, result_type=target)
-        wide = b.scalar(arith.FPToSIOp, value, result_type=i32)
+        # Through a signed integer wide enough for every value of the target
+        # (i32 for 8 and 16 bits, so out-of-range values wrap; i64 for ui32).
+        wide = b.scalar(arith.FPToSIOp, value, result_type=i64 if width == 32 else i32)
         return b.scalar(arith.TruncIOp, wide, result_type=target)
     assert isinstance(source, IntegerType)
     if isinstance(target, AnyFloat):
+        if unsigned_order(source) and source.width.data == 64:
+            return _u64_to_float(b, value, target)
         if unsigned_order(source):
-            value = b.scalar(arith.ExtUIOp, value, result_type=i32)
+            wide = i64 if source.width.data == 32 else i32
+            value = b.scalar(arith.ExtUIOp, value, result_type=wide)
         return b.scalar(arith.SIToFPOp, value, result_type=target)
     assert isinstance(target, IntegerType)
     width, wanted = source.width.data, target.width.data
@@ -297,6 +306,36 @@ def convert_scalar(
     extend = arith.ExtUIOp if unsigned_order(source) else arith.ExtSIOp
     wide = b.scalar(extend, value, result_type=IntegerType(2 * width))
     return b.scalar(arith.TruncIOp, wide, result_type=target)
+
+
+def _float_to_u64(
+    b: BodyBuilder, value: SSAValue, source: Attribute, target: IntegerType
+) -> SSAValue:
+    """A float in [0, 2^64) as ui64 with signed conversions only: values from
+    2^63 up convert `value - 2^63` and set the top bit again."""
+    top = b.constant(2.0**63, source)
+    big = compare_floats(b, "oge", value, top)
+    low = b.scalar(arith.SubfOp, value, top)
+    converted = b.scalar(arith.FPToSIOp, select(b, big, low, value), result_type=target)
+    flipped = b.scalar(arith.XOrIOp, converted, b.constant(1 << 63, target))
+    return select(b, big, flipped, converted)
+
+
+def _u64_to_float(b: BodyBuilder, value: SSAValue, target: Attribute) -> SSAValue:
+    """A ui64 as a float with signed conversions only: a value with its top
+    bit set converts halved (the lost bit kept as a sticky bit, so it rounds
+    as the whole value would) and doubles."""
+    one = b.constant(1, value.type)
+    top = b.scalar(arith.ShRUIOp, value, b.constant(63, value.type))
+    big = compare_integers(b, "ne", top, b.constant(0, value.type))
+    halved = b.scalar(
+        arith.OrIOp,
+        b.scalar(arith.ShRUIOp, value, one),
+        b.scalar(arith.AndIOp, value, one),
+    )
+    converted = b.scalar(arith.SIToFPOp, select(b, big, halved, value), result_type=target)
+    doubled = b.scalar(arith.AddfOp, converted, converted)
+    return select(b, big, doubled, converted)
 
 
 def where_scalar(b: BodyBuilder, args: Sequence[SSAValue], typ: Attribute) -> SSAValue:

@@ -34,6 +34,7 @@ class Case:
 
 def _type(array: np.ndarray) -> str:
     element = {
+        "float16": "f16",
         "float32": "f32",
         "float64": "f64",
         "bool": "i1",
@@ -42,6 +43,9 @@ def _type(array: np.ndarray) -> str:
         "int16": "i16",
         "int32": "i32",
         "int64": "i64",
+        "uint16": "ui16",
+        "uint32": "ui32",
+        "uint64": "ui64",
     }[array.dtype.name]
     return "tensor<" + "".join(f"{d}x" for d in array.shape) + element + ">"
 
@@ -144,6 +148,16 @@ CASES = [
     one("cast-ui8-i8", [np.array([255, 5, 128], np.uint8)], "relay.cast", "{dtype = \"int8\"}", want=lambda x: x.astype(np.int8)),
     one("cast-ui8-i64", [np.array([255, 5, 128], np.uint8)], "relay.cast", "{dtype = \"int64\"}", want=lambda x: x.astype(np.int64)),
     one("cast-i64-bool", [np.array([0, 3, -1], np.int64)], "relay.cast", "{dtype = \"bool\"}", want=lambda x: x.astype(bool)),
+    one("cast-f32-f16-rounds", [np.array([1.0 + 2.0**-11, 65519.0, 1e-8, -2.7], np.float32)], "relay.cast", "{dtype = \"float16\"}", want=lambda x: x.astype(np.float16)),
+    one("cast-f16-f64", [np.array([0.1, -65504.0, 6e-8], np.float16)], "relay.cast", "{dtype = \"float64\"}", want=lambda x: x.astype(np.float64)),
+    one("cast-i64-ui16-wraps", [np.array([70000, -1, 5], np.int64)], "relay.cast", "{dtype = \"uint16\"}", want=lambda x: x.astype(np.uint16)),
+    one("cast-f64-ui32", [np.array([0.0, 3.9, 4e9], np.float64)], "relay.cast", "{dtype = \"uint32\"}", want=lambda x: np.trunc(x).astype(np.uint32)),
+    one("cast-ui64-f32", [np.array([2**63 + 2**40, 7], np.uint64)], "relay.cast", "{dtype = \"float32\"}", want=lambda x: x.astype(np.float32)),
+    one("cast-ui64-f64-rounds", [np.array([2**64 - 1, 2**63 + 2**11 + 1, 2**53 + 1, 3], np.uint64)], "relay.cast", "{dtype = \"float64\"}", want=lambda x: x.astype(np.float64)),
+    one("cast-ui32-f32", [np.array([2**32 - 1, 2**31 + 5, 9], np.uint32)], "relay.cast", "{dtype = \"float32\"}", want=lambda x: x.astype(np.float32)),
+    one("cast-f64-ui64", [np.array([0.0, 2.0**63 + 2.0**12, 1.8e19, 7.9], np.float64)], "relay.cast", "{dtype = \"uint64\"}", want=lambda x: np.trunc(x).astype(np.uint64)),
+    one("cast-f16-ui64", [np.array([0.0, 65504.0, 7.9], np.float16)], "relay.cast", "{dtype = \"uint64\"}", want=lambda x: np.trunc(x).astype(np.uint64)),
+    one("cast-f32-ui16-wraps", [np.array([70000.0, 65535.0, 3.5], np.float32)], "relay.cast", "{dtype = \"uint16\"}", want=lambda x: np.trunc(x).astype(np.int32).astype(np.uint16)),
     # depth_to_space, space_to_depth
     one("depth-to-space-dcr", [floats(2, 8, 2, 3)], "relay.nn.depth_to_space", "{block_size = 2 : i64}",
         want=lambda x: x.reshape(2, 2, 2, 2, 2, 3).transpose(0, 3, 4, 1, 5, 2).reshape(2, 2, 4, 6)),
@@ -261,7 +275,7 @@ def test_compiled_matches_the_reference(reference, targets) -> None:
         ("%r = relay.nn.pad %a {pad_width = array<i64: 3, 0>, pad_mode = \"reflect\"} : (tensor<3xf32>) -> tensor<6xf32>", "reflect padding (3, 0) of axis 0 must be smaller than its size 3"),
         ("%r = relay.nn.pad %a {pad_width = array<i64: 1>} : (tensor<3xf32>) -> tensor<4xf32>", "two values (before, after) per dimension"),
         ("%r = relay.where %a, %a, %a : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>", "condition must have element type i1, got f32"),
-        ("%r = relay.cast %a {dtype = \"float16\"} : (tensor<3xf32>) -> tensor<3xf16>", 'dtype "float16" is not one of'),
+        ("%r = relay.cast %a {dtype = \"float8\"} : (tensor<3xf32>) -> tensor<3xf32>", 'dtype "float8" is not one of'),
         ("%r = relay.image.resize2d %a {size = array<i64: 2, 2>} : (tensor<3xf32>) -> tensor<2x2xf32>", "data (NCHW) must have rank 4"),
         ("%k = relay.constant dense<0> : tensor<4xi64>\n  %r = relay.gather %a, %k {axis = 1 : i64} : (tensor<3xf32>, tensor<4xi64>) -> tensor<4xf32>", "axis 1 is out of range for rank 1"),
         ("%k = relay.constant dense<0> : tensor<1x1xi64>\n  %r = relay.gather %a, %k : (tensor<3xf32>, tensor<1x1xi64>) -> tensor<1x1xf32>", "indices have rank 2 but data has rank 1"),

@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
     FloatAttr,
+    Float16Type,
     Float32Type,
     Float64Type,
     IntegerAttr,
@@ -988,6 +989,7 @@ class WhereOp(InferredOp):
 
 
 CAST_DTYPES: dict[str, Attribute] = {
+    "float16": Float16Type(),
     "float32": Float32Type(),
     "float64": Float64Type(),
     "bool": IntegerType(1),
@@ -996,6 +998,9 @@ CAST_DTYPES: dict[str, Attribute] = {
     "int16": IntegerType(16),
     "int32": IntegerType(32),
     "int64": IntegerType(64),
+    "uint16": IntegerType(16, Signedness.UNSIGNED),
+    "uint32": IntegerType(32, Signedness.UNSIGNED),
+    "uint64": IntegerType(64, Signedness.UNSIGNED),
 }
 """`relay.cast`'s `dtype` names (TVM's) -> element types."""
 
@@ -1003,7 +1008,8 @@ CAST_DTYPES: dict[str, Attribute] = {
 @irdl_op_definition
 class CastOp(InferredOp):
     """`data` converted element by element to `dtype` (TVM's `relay.cast`; one
-    of `CAST_DTYPES`): floats round to nearest, floats to integers truncate
+    of `CAST_DTYPES`: float16/32/64, bool, int8/16/32/64, uint8/16/32/64):
+    floats round to nearest, floats to integers truncate
     toward zero (out of range: undefined, as in C), integers wrap to narrower
     ones, and anything to bool is `!= 0`."""
 
