@@ -131,6 +131,12 @@ def _remove_noops() -> type[ModulePass]:
     return RemoveNoopsPass
 
 
+def _widen_half() -> type[ModulePass]:
+    from byoc.passes.widen_half import WidenHalfPass
+
+    return WidenHalfPass
+
+
 BYOC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "byoc-fake-quantization-to-integer": _fake_quantization_to_integer,
     "byoc-simplify": _simplify,
@@ -147,6 +153,7 @@ BYOC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "byoc-partition": _partition,
     "byoc-split-functions": _split_functions,
     "byoc-dedup-functions": _dedup_functions,
+    "byoc-widen-half": _widen_half,
     "convert-relay-to-loops": _relay_to_loops,
     "byoc-mark-parallel-loops": _mark_parallel_loops,
     "convert-loops-to-emitc": _loops_to_emitc,

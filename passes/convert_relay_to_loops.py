@@ -78,6 +78,7 @@ from byoc.passes.lower_shapes import (
 )
 from byoc.passes.lower_transform import TRANSFORM_LOWERINGS, cast_scalar, where_scalar
 from byoc.passes.vector_math import erf_of, exp_of
+from byoc.passes.widen_half import widen_half
 
 PASS_NAME = "convert-relay-to-loops"
 
@@ -928,6 +929,7 @@ def convert_function(
     if not blocks:
         return
     old = blocks[0]
+    widen_half(old)
     new = convert_body(function, old, args, types, constants, marks, in_place)
     region.detach_block(old)
     region.add_block(new)
