@@ -1507,15 +1507,58 @@ def test_dynamic_input_shape_is_an_error_unless_pinned() -> None:
 
 def test_an_input_dtype_byoc_does_not_run_is_an_error() -> None:
     model = make_model(
-        [N("Relu", ["x"], ["y"])], {"x": (2, 3)}, ["y"], input_type=TensorProto.FLOAT16
+        [N("Relu", ["x"], ["y"])], {"x": (2, 3)}, ["y"], input_type=TensorProto.BFLOAT16
     )
-    model.graph.output[0].type.tensor_type.elem_type = TensorProto.FLOAT16
+    model.graph.output[0].type.tensor_type.elem_type = TensorProto.BFLOAT16
     with pytest.raises(
         ByocError,
-        match="input 'x' is float16; byoc runs only float32, float64, bool and 8- to "
-        r"64-bit \(unsigned\) integer tensors",
+        match="input 'x' is bfloat16; byoc runs only float16, float32, float64, bool and "
+        r"8- to 64-bit \(unsigned\) integer tensors",
     ):
         from_onnx(model)
+
+
+def half_cnn() -> onnx.ModelProto:
+    """A float16 model whose sums are long enough for half-precision partial
+    sums to drift (27- and 64-term dot products, a 36-element mean), ending in
+    a softmax, with a cast back and forth on the way."""
+    rng = np.random.default_rng(3)
+    weights = {
+        "w": (rng.standard_normal((64, 3, 3, 3)) * 0.3).astype(np.float16),
+        "fc": (rng.standard_normal((64, 10)) * 0.2).astype(np.float16),
+    }
+    nodes = [
+        N("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        N("Relu", ["c"], ["r"]),
+        N("Cast", ["r"], ["r32"], to=TensorProto.FLOAT),
+        N("Cast", ["r32"], ["r16"], to=TensorProto.FLOAT16),
+        N("GlobalAveragePool", ["r16"], ["g"]),
+        N("Flatten", ["g"], ["f"]),
+        N("MatMul", ["f", "fc"], ["m"]),
+        N("Softmax", ["m"], ["y"]),
+    ]
+    model = make_model(nodes, {"x": (2, 3, 6, 6)}, ["y"], weights, input_type=TensorProto.FLOAT16)
+    model.graph.output[0].type.tensor_type.elem_type = TensorProto.FLOAT16
+    return model
+
+
+@pytest.mark.parametrize("targets", [[], ["ccompiler"], ["cblas", "ccompiler"]], ids=str)
+def test_float16_models_run_and_sum_in_float32(targets: list[str]) -> None:
+    """float16 inputs and outputs work; matmuls, convolutions, means and
+    softmaxes sum in float32 and round once (byoc-widen-half), as numpy and
+    onnx's reference evaluator do, so the result is the reference's within a
+    unit in the last place, where half-precision partial sums were off by
+    several."""
+    from onnx.reference import ReferenceEvaluator
+
+    model = half_cnn()
+    x = (random((2, 3, 6, 6), seed=4) * 2).astype(np.float16)
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    compiled = byoc.compile(model, targets=targets, quiet=True)
+    got = compiled(x)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=1e-4)
+    assert np.array_equal(got, byoc.run_reference(from_onnx(model), [x])[0])
 
 
 def test_an_integer_tensor_where_an_op_needs_floats_names_the_node() -> None:
@@ -1536,10 +1579,10 @@ def test_an_integer_tensor_where_an_op_needs_floats_names_the_node() -> None:
 
 def test_an_output_dtype_byoc_does_not_run_is_an_error() -> None:
     model = make_model(
-        [N("Identity", ["k"], ["y"])], {}, ["y"], {"k": np.array([1, 2], np.float16)}
+        [N("Identity", ["k"], ["y"])], {}, ["y"], {"k": np.array([1, 2], np.complex64)}
     )
-    model.graph.output[0].type.tensor_type.elem_type = TensorProto.FLOAT16
-    with pytest.raises(ByocError, match=r"output 'y' is float16; byoc runs only"):
+    model.graph.output[0].type.tensor_type.elem_type = TensorProto.COMPLEX64
+    with pytest.raises(ByocError, match=r"output 'y' is complex64; byoc runs only"):
         from_onnx(model)
 
 

@@ -18,14 +18,20 @@ What the node may add, in the order ONNX applies it:
   product with the values. Output 3 is the scores at `qk_matmul_output_mode`.
 
 A bias known at import (causal or window frontiers with a fixed offset) is a
-constant; one that depends on a mask or `nonpad_kv_seqlen` is computed."""
+constant; one that depends on a mask or `nonpad_kv_seqlen` is computed.
+
+float16 attention computes in float32 (Q, K, V and a float mask converted on
+the way in, outputs 0 and 3 rounded back once at the end), as onnxruntime's
+CPU kernels do: scores, softmax and sums rounded to half at every step drift
+beyond the half-precision tests' tolerance. The cache outputs are the inputs
+concatenated, in float16, with no round trip."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import Float16Type, IntegerType
 from xdsl.ir import SSAValue
 
 from byoc.dialects import relay
@@ -77,11 +83,18 @@ def _scaled(node: Node, value: SSAValue, factor: float) -> SSAValue:
     return node.emit(relay.MultiplyOp(value, node.const_like(factor, value)))
 
 
+def _as_float32(node: Node, value: SSAValue) -> SSAValue:
+    """`value` converted to float32 when it is float16 (see the module's doc)."""
+    if isinstance(value.type.element_type, Float16Type):  # type: ignore[attr-defined]
+        return node.emit(relay.CastOp(value, "float32"))
+    return value
+
+
 def _mask_bias(node: Node, keys: int) -> SSAValue | None:
     """Input 3 as an additive float bias whose last axis covers all `keys`."""
     if not node.has(3):
         return None
-    mask = node.value(3)
+    mask = _as_float32(node, node.value(3))
     shape = shape_of(mask)
     if not shape:
         raise node.error("attn_mask (input 3) must have at least one axis")
@@ -180,6 +193,8 @@ def _attention(node: Node) -> list[SSAValue]:
         k = node.emit(relay.ConcatenateOp([node.value(4), k], axis=2))
         v = node.emit(relay.ConcatenateOp([node.value(5), v], axis=2))
     present_key, present_value = k, v
+    half = isinstance(q.type.element_type, Float16Type)  # type: ignore[attr-defined]
+    q, k, v = (_as_float32(node, value) for value in (q, k, v))
     kv_heads, keys = shape_of(k)[1], shape_of(k)[2]
     if shape_of(v)[1] != kv_heads or shape_of(v)[2] != keys or shape_of(k)[3] != size:
         raise node.error(
@@ -255,6 +270,8 @@ def _attention(node: Node) -> list[SSAValue]:
         out = node.emit(relay.TransposeOp(out, [0, 2, 1, 3]))
         b, s, h, d = shape_of(out)
         out = node.emit(relay.ReshapeOp(out, [b, s, h * d]))
+    if half:
+        out, exposed = (node.emit(relay.CastOp(x, "float16")) for x in (out, exposed))
     return [out, present_key, present_value, exposed]
 
 

@@ -42,6 +42,7 @@ Shape = tuple[int, ...]
 RUNTIME_DTYPES = frozenset(
     np.dtype(t)
     for t in (
+        np.float16,
         np.float32,
         np.float64,
         np.bool_,
@@ -56,9 +57,9 @@ RUNTIME_DTYPES = frozenset(
     )
 )
 """The dtypes a tensor computed at run time may have (folded values may have any)."""
-RUNTIME_DTYPE_NAMES = "float32, float64, bool and 8- to 64-bit (unsigned) integer"
+RUNTIME_DTYPE_NAMES = "float16, float32, float64, bool and 8- to 64-bit (unsigned) integer"
 
-_ONNX_DTYPES = frozenset({1, 2, 3, 4, 5, 6, 7, 9, 11, 12, 13})
+_ONNX_DTYPES = frozenset({1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13})
 """ONNX TensorProto element types of RUNTIME_DTYPES."""
 
 
@@ -153,10 +154,13 @@ class Node:
         return self.graph.emit(op)
 
     def const(self, array: np.ndarray | float, name: str | None = None) -> SSAValue:
-        """A new float32 relay.constant (named `name`, e.g. a transposed initializer)."""
-        value = self.graph.emit(
-            relay.ConstantOp.from_numpy(np.asarray(array, np.float32))
-        )
+        """A new float32 relay.constant (named `name`, e.g. a transposed
+        initializer); a float16 array (from a float16 initializer) stays float16.
+        Other arrays become float32 whatever numpy computed them in."""
+        array = np.asarray(array)
+        if array.dtype != np.float16:
+            array = array.astype(np.float32)
+        value = self.graph.emit(relay.ConstantOp.from_numpy(array))
         if name:
             set_name(value, name)
         return value

@@ -321,6 +321,7 @@ def _where(node: Node) -> SSAValue:
 
 
 _CAST_NAMES = {
+    10: "float16",
     1: "float32",
     11: "float64",
     9: "bool",
@@ -329,6 +330,9 @@ _CAST_NAMES = {
     5: "int16",
     6: "int32",
     7: "int64",
+    4: "uint16",
+    12: "uint32",
+    13: "uint64",
 }
 """ONNX element types -> relay.cast's dtype names."""
 
