@@ -271,6 +271,9 @@ POOL_STATS = (
     "preempted",
     "late",
     "backed_off",
+    "caller_away",
+    "moves",
+    "wake_ns",
 )
 """The pool's counters, in byoc_runtime.h's order (BYOC_RT_STAT_*)."""
 
@@ -284,7 +287,10 @@ def pool_stats() -> dict[str, int]:
     waiting for chunks other threads held, `late_ns` from a loop's start to a
     worker's first chunk; `preempted` spinning workers that found they had
     been preempted, `late` loops whose workers came late or held the caller
-    up, `backed_off` loops the caller then ran alone (byoc_runtime.h)."""
+    up, `backed_off` loops the caller then ran alone, `caller_away` loops a
+    worker ran every chunk of (their caller was not running), `moves` times a
+    worker found itself on its caller's core and moved off it, `wake_ns` from
+    a wake-up to the first woken worker leaving its sleep (byoc_runtime.h)."""
     out = _ffi().new("int64_t[]", len(POOL_STATS))
     try:
         stats = _process().byoc_rt_pool_stats

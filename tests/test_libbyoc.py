@@ -9,6 +9,7 @@ convolutions share one compiled model so the suite stays fast.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import subprocess
@@ -432,18 +433,25 @@ def test_threads_can_be_set_and_read():
         libbyoc.set_threads(0)
 
 
-def chunk_threads(chunks: int, meet: bool) -> set[int]:
-    """The Python threads that ran the chunks of one byoc_rt_parallel_for of
-    `chunks` chunks. With `meet`, each chunk waits (at most a minute) until a
-    second thread has run one: the chunk a thread holds cannot be taken from
-    it, so the pool's second thread must take the other, however busy the
-    machine (no timing is measured)."""
+@functools.cache
+def parallel_for():
+    """cffi and the process's byoc_rt_parallel_for, made once: a test that
+    times the pool's spin after a loop calls it again within microseconds."""
     import cffi
 
     libbyoc.threads()  # loads libbyoc
     ffi = cffi.FFI()
     ffi.cdef("void byoc_rt_parallel_for(int64_t, void (*)(void *, int64_t), void *);")
-    process = ffi.dlopen(None)
+    return ffi, ffi.dlopen(None)
+
+
+def chunk_threads(chunks: int, meet: bool, seconds: float = 0.0) -> set[int]:
+    """The Python threads that ran the chunks of one byoc_rt_parallel_for of
+    `chunks` chunks. With `meet`, each chunk waits (at most a minute) until a
+    second thread has run one: the chunk a thread holds cannot be taken from
+    it, so the pool's second thread must take the other, however busy the
+    machine (no timing is measured). Each chunk lasts at least `seconds`."""
+    ffi, process = parallel_for()
     lock, met, seen = threading.Lock(), threading.Event(), set()
 
     @ffi.callback("void(void *, int64_t)")
@@ -454,6 +462,7 @@ def chunk_threads(chunks: int, meet: bool) -> set[int]:
                 met.set()
         if meet:
             met.wait(60)
+        time.sleep(seconds)
 
     process.byoc_rt_parallel_for(chunks, task, ffi.NULL)
     return seen
@@ -508,14 +517,11 @@ def test_a_worker_that_holds_the_caller_up_makes_a_late_loop():
     chunk took is counted late, and every chunk still runs once; the caller
     then runs its next two loops alone and the third on the pool again (the
     back-off counts loops, byoc_runtime.h). The worker's chunk outlasts three
-    times the caller's plus a second, whatever the load."""
-    import cffi
-
-    libbyoc.threads()  # loads libbyoc
-    ffi = cffi.FFI()
-    ffi.cdef("void byoc_rt_parallel_for(int64_t, void (*)(void *, int64_t), void *);")
-    process = ffi.dlopen(None)
-    caller, met, ran = threading.get_ident(), threading.Event(), []
+    times the caller's plus a second, whatever the load. Meanwhile the worker
+    spins (each loop alone outlasts its 400 us spin after a loop), so the third
+    loop finds it awake, unless the OS preempted it (a busy machine)."""
+    ffi, process = parallel_for()
+    caller, met, ran, worker_done = threading.get_ident(), threading.Event(), [], []
     started = time.monotonic()
 
     @ffi.callback("void(void *, int64_t)")
@@ -526,6 +532,7 @@ def test_a_worker_that_holds_the_caller_up_makes_a_late_loop():
         else:
             met.set()
             time.sleep(3 * (time.monotonic() - started) + 1.0)
+            worker_done.append(time.monotonic())
 
     before = byoc.threads()
     try:
@@ -535,7 +542,7 @@ def test_a_worker_that_holds_the_caller_up_makes_a_late_loop():
         process.byoc_rt_parallel_for(2, task, ffi.NULL)
         after = libbyoc.pool_stats()
         late_end = time.monotonic()
-        alone = [chunk_threads(4, meet=False) for _ in range(2)]
+        alone = [chunk_threads(4, meet=False, seconds=0.001) for _ in range(2)]
         backed_off = libbyoc.pool_stats()
         # Alone for at most 64 ms after the late loop: a test descheduled longer
         # than that between its loops cannot tell the count.
@@ -553,6 +560,11 @@ def test_a_worker_that_holds_the_caller_up_makes_a_late_loop():
     assert all(threads == {caller} for threads in alone) or not in_time
     assert backed_off["backed_off"] - after["backed_off"] == (2 if in_time else backed_off["alone"] - after["alone"])
     assert last["loops"] - backed_off["loops"] == 1 and last["backed_off"] == backed_off["backed_off"]
+    # The worker spins 400 us after its chunk: if the loops alone began well
+    # within that (the caller was not descheduled meanwhile), and nothing
+    # preempted the worker, it did not fall asleep during them (4 ms each).
+    if in_time and late_end - worker_done[0] < 2e-4 and last["preempted"] == after["preempted"]:
+        assert backed_off["sleeps"] == after["sleeps"]
 
 
 def test_models_called_from_many_threads_at_once_are_right(packed_model):
@@ -628,6 +640,7 @@ for count in (2, 3):
         th.join()
 stats = libbyoc.pool_stats()
 assert stats["loops"] > 0 and stats["backed_off"] == 0, stats
+assert stats["wakes"] > 0 and stats["wake_ns"] > 0, stats  # woken workers were timed
 sys.exit(3 if bad else 0)
 """
 

@@ -33,10 +33,13 @@ enum { BYOC_RT_OK = 0, BYOC_RT_FAILED = 1, BYOC_RT_OUT_OF_MEMORY = 2 };
  *
  * Waiting (threads.c has the figures): after a loop, workers spin about
  * 400 us ($BYOC_POOL_SPIN_US), which bridges the host's ops between a model's
- * loops, then sleep; they never spin against each other. A worker that finds
- * it was preempted while spinning (its core is wanted by other work) spins
- * only briefly for a while, so woken it preempts that work for the next loop
- * instead of sharing the core with it. A loop whose workers came late (or
+ * loops, and while a caller backing off (below) runs loops alone, then sleep;
+ * they never spin against each other, and give their core away every 20 us
+ * (sched_yield) in case it is their caller's. A worker that finds it was
+ * preempted while spinning (its core is wanted by other work), or that ran
+ * every chunk of a loop (its caller was not running), spins only briefly for
+ * a while, so woken it preempts that work for the next loop instead of
+ * sharing the core with it. A loop whose workers came late (or
  * that starts while a worker woken over 250 us ago still sleeps), or that
  * held its caller up with a chunk far longer than the caller's own, makes the
  * caller run its next loops alone: 2 of them, doubled while workers keep being
@@ -57,12 +60,16 @@ void byoc_rt_set_num_threads(int32_t n);
  * the pool's loops (caller's view), the caller waiting for chunks other
  * threads held, and from a loop's start to a worker's first chunk (loops a
  * worker joined); times a spinning worker found it had been preempted, late
- * loops, and loops run alone while backing off after a late one. */
+ * loops, loops run alone while backing off after a late one, loops a worker
+ * ran every chunk of (their caller was not running), times a worker found
+ * itself on its caller's core and moved off it, and nanoseconds from a
+ * wake-up to the first woken worker leaving its sleep. */
 enum {
   BYOC_RT_STAT_LOOPS, BYOC_RT_STAT_ALONE, BYOC_RT_STAT_CHUNKS, BYOC_RT_STAT_WORKER_CHUNKS,
   BYOC_RT_STAT_WAKES, BYOC_RT_STAT_SLEEPS, BYOC_RT_STAT_MISSED, BYOC_RT_STAT_LOOP_NS,
   BYOC_RT_STAT_WAIT_NS, BYOC_RT_STAT_LATE_NS, BYOC_RT_STAT_PREEMPTED, BYOC_RT_STAT_LATE,
-  BYOC_RT_STAT_BACKED_OFF, BYOC_RT_STATS
+  BYOC_RT_STAT_BACKED_OFF, BYOC_RT_STAT_CALLER_AWAY,
+  BYOC_RT_STAT_MOVES, BYOC_RT_STAT_WAKE_NS, BYOC_RT_STATS
 };
 void byoc_rt_pool_stats(int64_t *out, int32_t size);
 

@@ -44,6 +44,25 @@
 #define CONTENDED_NANOSECONDS 20000000L
 #define CONTENDED_SPIN_NANOSECONDS 20000L /* still bridges back-to-back loops */
 
+/* A spinning worker gives its core away this often (sched_yield): when the OS
+ * put it on its caller's core (the other core busy), the caller runs again
+ * at once instead of waiting for the end of the worker's time slice. Its
+ * caller ran none of one loop's chunks on a busy machine, held off its core
+ * for the whole loop and the worker's spin after it (a 0.33 ms MLP call took
+ * 1.3 ms). Had something else run meanwhile for over PREEMPTED_NANOSECONDS,
+ * the worker counts itself preempted. Nothing else runnable: the call
+ * returns at once (about 0.3 us). */
+#define YIELD_NANOSECONDS 20000L
+
+/* A worker that finds itself on the core its caller last started a loop on
+ * moves to another core it may run on (at most this often, should the OS move
+ * it back): the two would take turns on one core while the other idles. After
+ * a pause (a worker asleep for over ~10 ms) this VM's scheduler woke the
+ * worker on its waker's core 39 times in 40, where it waited for the caller's
+ * time slice to end: the MLP's first loop after a pause ran on the caller
+ * alone, late, and backed off. */
+#define MOVE_NANOSECONDS 1000000L
+
 /* A loop whose workers were late, this long after it started (a sleeping
  * worker wakes within about 25 us on an idle core), or held the caller up this
  * much longer than two of its own chunks, had workers the OS did not run; so
@@ -75,6 +94,7 @@ typedef struct pool {
   _Atomic int sleepers;
   _Atomic int joining; /* workers that take part in the current loop */
   _Atomic int32_t threads;
+  _Atomic int caller_cpu; /* the core the latest loop started on (-1: unknown) */
   _Atomic int64_t first_claim; /* when a worker first claimed a chunk of this loop */
   int started;
   /* Loops still to run on their caller alone, but only until `alone_until`
@@ -85,12 +105,16 @@ typedef struct pool {
   _Atomic int64_t backoff;
   /* When the oldest wake-up no worker has answered yet was sent (0: none). */
   _Atomic int64_t woken_at;
+  /* When a caller backing off last ran a loop alone (INT64_MAX while it runs
+   * one): workers keep spinning meanwhile (see worker()). */
+  _Atomic int64_t alone_at;
   _Atomic int64_t stats[BYOC_RT_STATS];
 } pool;
 
 static pool the_pool = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
+    .caller_cpu = -1,
 };
 
 static void relax(void) {
@@ -157,15 +181,44 @@ static int64_t spin_nanoseconds(void) {
   return ns;
 }
 
+/* Moves the calling worker off the core its caller last used, if it is on it
+ * and may run elsewhere: its cores without that one, then all of them again
+ * (which leaves it where it is). Returns whether it moved. */
+static int leave_callers_core(pool *p) {
+  int cpu = atomic_load_explicit(&p->caller_cpu, memory_order_relaxed);
+  if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getcpu() != cpu)
+    return 0;
+  cpu_set_t all, others;
+  if (sched_getaffinity(0, sizeof all, &all) != 0 || !CPU_ISSET(cpu, &all) || CPU_COUNT(&all) < 2)
+    return 0;
+  others = all;
+  CPU_CLR(cpu, &others);
+  if (sched_setaffinity(0, sizeof others, &others) != 0)
+    return 0;
+  sched_setaffinity(0, sizeof all, &all);
+  count(p, BYOC_RT_STAT_MOVES, 1);
+  return 1;
+}
+
+/* A worker spins while loops may follow: until `spin` after the last loop it
+ * saw, and while a caller backing off runs loops alone. The back-off ends
+ * with a loop on the pool; a worker that slept meanwhile must be woken for
+ * it, and a wake-up that comes late (an idle vCPU can take over 0.6 ms to
+ * run again) makes that loop late too, so the back-off doubles and the worker
+ * sleeps through it again: bench/models.py's MLP at 2 threads ran whole
+ * rounds at its 1-thread speed that way on a quiet machine. A busy machine
+ * preempts the spinning worker, which then stops spinning (calm_until). */
 static void *worker(void *arg) {
   pool *p = &the_pool;
   int id = (int)(intptr_t)arg;
   uint32_t seen = started_in[id];
   int64_t spin = spin_nanoseconds();
   int64_t calm_until = 0; /* spin briefly before then: the core is contended */
+  int64_t moved_at = INT64_MIN / 2;
   for (;;) {
     int64_t last = now_ns();
     int64_t deadline = last + (last < calm_until ? CONTENDED_SPIN_NANOSECONDS : spin);
+    int64_t yielded = last;
     int spins = 0;
     uint64_t state;
     while (generation(state = atomic_load(&p->state)) == seen) {
@@ -177,9 +230,22 @@ static void *worker(void *arg) {
       if (now - last > PREEMPTED_NANOSECONDS) {
         calm_until = now + CONTENDED_NANOSECONDS;
         count(p, BYOC_RT_STAT_PREEMPTED, 1);
-      } else if (now < deadline) {
-        last = now;
-        continue;
+      } else {
+        if (now >= deadline && now >= calm_until) {
+          int64_t alone = atomic_load_explicit(&p->alone_at, memory_order_relaxed);
+          if (alone > now - spin)
+            deadline = alone == INT64_MAX ? now + spin : alone + spin;
+        }
+        if (now < deadline) {
+          last = now;
+          if (now - moved_at > MOVE_NANOSECONDS && leave_callers_core(p))
+            last = moved_at = now_ns();
+          if (now - yielded > YIELD_NANOSECONDS) {
+            sched_yield(); /* `last` stays: a long yield was a preemption */
+            yielded = now;
+          }
+          continue;
+        }
       }
       pthread_mutex_lock(&p->lock);
       atomic_fetch_add(&p->sleepers, 1);
@@ -187,9 +253,13 @@ static void *worker(void *arg) {
       while (generation(atomic_load(&p->state)) == seen)
         pthread_cond_wait(&p->wake, &p->lock);
       atomic_fetch_sub(&p->sleepers, 1);
-      atomic_store_explicit(&p->woken_at, 0, memory_order_relaxed);
+      int64_t woken = atomic_exchange_explicit(&p->woken_at, 0, memory_order_relaxed);
       pthread_mutex_unlock(&p->lock);
-      last = now_ns();
+      last = yielded = now_ns();
+      if (woken != 0 && last > woken)
+        count(p, BYOC_RT_STAT_WAKE_NS, last - woken);
+      if (last - moved_at > MOVE_NANOSECONDS && leave_callers_core(p))
+        last = yielded = moved_at = now_ns();
       deadline = last + (last < calm_until ? CONTENDED_SPIN_NANOSECONDS : spin);
     }
     seen = generation(state);
@@ -197,6 +267,15 @@ static void *worker(void *arg) {
       int64_t ran = run_chunks(p, seen, 1);
       if (ran > 0)
         count(p, BYOC_RT_STAT_WORKER_CHUNKS, ran);
+      /* Its caller ran none of the loop's chunks: it was not running, maybe
+       * because this worker took its core. Leave that core at once and spin
+       * only briefly for a while. */
+      if (ran > 1 && ran == atomic_load_explicit(&p->count, memory_order_relaxed) &&
+          generation(atomic_load(&p->state)) == seen) {
+        calm_until = now_ns() + CONTENDED_NANOSECONDS;
+        count(p, BYOC_RT_STAT_CALLER_AWAY, 1);
+        sched_yield();
+      }
     }
   }
   return NULL;
@@ -296,9 +375,13 @@ static void release_and_run_alone(pool *p, int backed_off, int64_t n, byoc_rt_ta
     atomic_fetch_sub_explicit(&p->alone_left, 1, memory_order_relaxed);
   atomic_store_explicit(&p->busy, 0, memory_order_release);
   count(p, BYOC_RT_STAT_ALONE, 1);
-  if (backed_off)
+  if (backed_off) {
     count(p, BYOC_RT_STAT_BACKED_OFF, 1);
+    atomic_store_explicit(&p->alone_at, INT64_MAX, memory_order_relaxed);
+  }
   run_inline(n, task, context);
+  if (backed_off)
+    atomic_store_explicit(&p->alone_at, now_ns(), memory_order_relaxed);
 }
 
 void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
@@ -338,6 +421,7 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
   atomic_store_explicit(&p->count, n, memory_order_relaxed);
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);
   atomic_store_explicit(&p->first_claim, 0, memory_order_relaxed);
+  atomic_store_explicit(&p->caller_cpu, sched_getcpu(), memory_order_relaxed);
   uint64_t state = atomic_load(&p->state);
   uint32_t gen = generation(state) + 1;
   atomic_store(&p->state, (uint64_t)gen << 32);
