@@ -3,7 +3,8 @@ weights into relay.nn.dense_packed) and relay.nn.dense_packed on every exit.
 
 The kernel is checked against the numpy reference over odd shapes (rows not
 a multiple of its 12-row tiles, features not a multiple of its 32-column
-panels, reductions longer than its 1024-long blocks) and every epilogue;
+panels, last panels of at most 16 columns, reductions longer than its
+1024-long blocks) and every epilogue;
 the products share one compiled model so the suite stays fast.
 """
 
@@ -39,6 +40,10 @@ DENSES = [
     ((4, 6, 40), 7, "add_relu"),
     ((128, 48), 130, "bias_gelu"),
     ((24, 2500), 20, "bias"),
+    # Last panels of at most 16 columns take the one-vector tiles, also
+    # across reduction blocks and with a residual.
+    ((9, 1500), 10, "bias_add"),
+    ((14, 1030), 48, "add_relu"),
 ]
 
 

@@ -32,14 +32,16 @@ typedef struct dense_job {
 } dense_job;
 
 /* acc = (first ? 0 : out tile) + A[rows, k0:k1] x W panel[k0:k1]; then, on
- * the last block, the epilogue; stores the tile (its first `cols` columns). */
+ * the last block, the epilogue; stores the tile (its first `cols` columns).
+ * `nv` vectors of columns: a last panel of at most LANES columns (a
+ * classifier's 10) computes one, half the multiply-adds of a whole panel. */
 static inline __attribute__((always_inline)) void
-dense_tile(const int mr, const dense_job *j, int64_t row, int64_t col, int64_t cols,
+dense_tile(const int mr, const int nv, const dense_job *j, int64_t row, int64_t col, int64_t cols,
            const float *restrict w, int64_t k0, int64_t k1) {
   const byoc_rt_product *d = j->d;
   const float *restrict a = j->a + row * d->k;
   float *restrict out = j->out + row * d->n + col;
-  int full = cols == DENSE_NR;
+  int full = cols == nv * LANES;
   vec acc[DENSE_MR][2];
   if (k0 == 0) {
 #pragma GCC unroll 12
@@ -56,16 +58,18 @@ dense_tile(const int mr, const dense_job *j, int64_t row, int64_t col, int64_t c
         src = part;
       }
       acc[r][0] = load(src);
-      acc[r][1] = load(src + LANES);
+      acc[r][1] = nv == 2 ? load(src + LANES) : splat(0.0f);
     }
   }
   for (int64_t k = k0; k < k1; k++) {
-    vec w0 = load(w + k * DENSE_NR), w1 = load(w + k * DENSE_NR + LANES);
+    vec w0 = load(w + k * DENSE_NR);
+    vec w1 = nv == 2 ? load(w + k * DENSE_NR + LANES) : splat(0.0f);
 #pragma GCC unroll 12
     for (int r = 0; r < mr; r++) {
       float x = a[r * d->k + k];
       acc[r][0] += x * w0;
-      acc[r][1] += x * w1;
+      if (nv == 2)
+        acc[r][1] += x * w1;
     }
   }
   int last = k1 == d->k;
@@ -91,15 +95,18 @@ dense_tile(const int mr, const dense_job *j, int64_t row, int64_t col, int64_t c
           res = part;
         }
         y0 += load(res);
-        y1 += load(res + LANES);
+        if (nv == 2)
+          y1 += load(res + LANES);
       }
       y0 = act_vector(&e, y0);
-      y1 = act_vector(&e, y1);
+      if (nv == 2)
+        y1 = act_vector(&e, y1);
     }
     float *dst = out + r * d->n;
     if (full) {
       store(dst, y0);
-      store(dst + LANES, y1);
+      if (nv == 2)
+        store(dst + LANES, y1);
     } else {
       float part[DENSE_NR];
       store(part, y0);
@@ -113,17 +120,23 @@ dense_tile(const int mr, const dense_job *j, int64_t row, int64_t col, int64_t c
   static void dense_tile_##mr(const dense_job *j, int64_t row, int64_t col,           \
                               int64_t cols, const float *restrict w, int64_t k0,      \
                               int64_t k1) {                                           \
-    dense_tile(mr, j, row, col, cols, w, k0, k1);                                     \
+    dense_tile(mr, 2, j, row, col, cols, w, k0, k1);                                  \
+  }                                                                                   \
+  static void dense_half_##mr(const dense_job *j, int64_t row, int64_t col,           \
+                              int64_t cols, const float *restrict w, int64_t k0,      \
+                              int64_t k1) {                                           \
+    dense_tile(mr, 1, j, row, col, cols, w, k0, k1);                                  \
   }
 DENSE_TILE(1) DENSE_TILE(2) DENSE_TILE(3) DENSE_TILE(4) DENSE_TILE(5) DENSE_TILE(6)
 DENSE_TILE(7) DENSE_TILE(8) DENSE_TILE(9) DENSE_TILE(10) DENSE_TILE(11) DENSE_TILE(12)
 
 typedef void (*dense_fn)(const dense_job *, int64_t, int64_t, int64_t, const float *restrict,
                          int64_t, int64_t);
-static const dense_fn DENSE_TILES[DENSE_MR + 1] = {
-    NULL,          dense_tile_1,  dense_tile_2, dense_tile_3, dense_tile_4,
-    dense_tile_5,  dense_tile_6,  dense_tile_7, dense_tile_8, dense_tile_9,
-    dense_tile_10, dense_tile_11, dense_tile_12,
+static const dense_fn DENSE_TILES[2][DENSE_MR + 1] = {
+    {NULL, dense_half_1, dense_half_2, dense_half_3, dense_half_4, dense_half_5, dense_half_6,
+     dense_half_7, dense_half_8, dense_half_9, dense_half_10, dense_half_11, dense_half_12},
+    {NULL, dense_tile_1, dense_tile_2, dense_tile_3, dense_tile_4, dense_tile_5, dense_tile_6,
+     dense_tile_7, dense_tile_8, dense_tile_9, dense_tile_10, dense_tile_11, dense_tile_12},
 };
 
 /* One chunk: DENSE_PANELS panels of columns times a group of row tiles,
@@ -139,9 +152,10 @@ static void dense_chunk(void *context, int64_t index) {
     for (int64_t p = p0; p < p1; p++) {
       int64_t col = p * DENSE_NR, cols = min64(DENSE_NR, d->n - col);
       const float *w = j->w + p * d->k * DENSE_NR;
+      const dense_fn *tiles = DENSE_TILES[cols > LANES];
       for (int64_t row = r0; row < r1; row += DENSE_MR) {
         int mr = (int)min64(DENSE_MR, r1 - row);
-        DENSE_TILES[mr](j, row, col, cols, w, k0, k1);
+        tiles[mr](j, row, col, cols, w, k0, k1);
       }
     }
   }
