@@ -50,6 +50,12 @@ CONVS = [
     # ROWS over a padded grid (57 positions a row of 55 outputs): vectors
     # crossing a row's end, a partial panel, a residual.
     ((1, 4, 9, 55), 12, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_add_relu"),
+    # Strided 1x1 convs read a subsampled copy: rows of 37 (19 outputs, the
+    # second vector's loads masked), strides (3, 2) with groups, stride 3 along
+    # the rows (no vector path).
+    ((1, 20, 13, 37), 36, (1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 1, "bias_add_relu"),
+    ((1, 6, 9, 50), 10, (1, 1), (3, 2), (0, 0, 0, 0), (1, 1), 2, "add"),
+    ((1, 7, 8, 8), 5, (1, 1), (2, 3), (0, 0, 0, 0), (1, 1), 1, "relu"),
 ]
 
 
@@ -107,8 +113,10 @@ def check(model: byoc.CompiledModule, module: ModuleOp, inputs: list[np.ndarray]
 
 
 def legal(layout: str, conv: tuple) -> bool:
-    """Whether libbyoc computes `conv` in `layout` (vectors of pixels need stride 1)."""
-    return layout == "OIHW32o" or tuple(conv[3]) == (1, 1)
+    """Whether libbyoc computes `conv` in `layout` (vectors of pixels need stride 1,
+    or a 1x1 kernel without padding: its subsampled copy)."""
+    strided_1x1 = tuple(conv[2]) == (1, 1) and not any(conv[4])
+    return layout == "OIHW32o" or tuple(conv[3]) == (1, 1) or strided_1x1
 
 
 @pytest.fixture(scope="module", params=["OIHW8o", "OIHW32o"])

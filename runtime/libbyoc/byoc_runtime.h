@@ -80,13 +80,14 @@ void byoc_rt_pool_stats(int64_t *out, int32_t size);
  * blocks of b output channels side by side, per group, zero-padded.
  *
  *   BYOC_RT_ROWS     b = 8 ("OIHW8o"): the kernel holds vectors of output
- *                    pixels; stride 1 only.
+ *                    pixels; stride 1 only, but for a 1x1 kernel without
+ *                    padding (it reads a subsampled copy).
  *   BYOC_RT_COLUMNS  b = 32 ("OIHW32o"): the kernel holds vectors of output
  *                    channels; any stride.
  *
  * `bias` ([O]) and `residual` (shaped as `out`) may be NULL. Returns BYOC_RT_OK,
  * BYOC_RT_OUT_OF_MEMORY when scratch memory cannot be allocated, or
- * BYOC_RT_FAILED for BYOC_RT_ROWS with a stride or a `shuffle`. */
+ * BYOC_RT_FAILED for BYOC_RT_ROWS with a stride it cannot read or a `shuffle`. */
 enum { BYOC_RT_ROWS = 0, BYOC_RT_COLUMNS = 1 };
 enum { BYOC_RT_LINEAR = 0, BYOC_RT_RELU = 1, BYOC_RT_CLIP = 2, BYOC_RT_GELU = 3 };
 

@@ -4,7 +4,8 @@
  *
  * Per image and group the convolution is a matrix product
  * out[O/G, P] = W[O/G, K] x X[K, P], P = OH*OW output pixels, K = C/G*KH*KW.
- * X is the image itself for a 1x1 convolution with stride 1 and no padding;
+ * X is the image itself for a 1x1 convolution with stride 1 and no padding,
+ * a copy of the pixels it reads for one with strides (subsampled);
  * otherwise its columns are gathered (im2col) a tile at a time.
  *
  * Two register layouts, chosen per convolution by byoc at compile time (the
@@ -30,6 +31,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __AVX512F__
+#include <immintrin.h>
+
+/* The first n lanes (all for n >= 16, none for n <= 0). */
+static inline __mmask16 lane_mask(int64_t n) {
+  return n <= 0 ? 0 : n >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+#endif
+
 /* Where each vector of a ROWS tile goes (`at`). */
 static void rows_place(rows_out *t) {
   /* Without grid positions past the rows' ends (a 1x1 convolution reading
@@ -54,8 +64,9 @@ typedef struct job {
   epilogue e;
   int64_t og, k, pixels;   /* channels per group, reduction, OH*OW */
   int64_t panels;          /* weight panels per group */
-  int direct;              /* a 1x1 convolution reading the image as it is */
-  int padded;              /* reads a zero-padded copy */
+  int direct;              /* a 1x1 convolution reading the image (or `copy`) as it is */
+  int subsampled;          /* a strided 1x1 convolution: `copy` holds the pixels it reads */
+  int padded;              /* reads `copy`, a zero-padded (or subsampled) copy */
   int64_t pitch, height;   /* row pitch and rows of a channel of the source */
   int64_t grid;            /* ROWS: grid positions per output row */
   int64_t tiles;           /* ROWS: tiles of 48 grid positions per image and group */
@@ -72,6 +83,13 @@ static int is_direct(const byoc_rt_conv *cv) {
   return cv->kernel_h == 1 && cv->kernel_w == 1 && cv->stride_h == 1 &&
          cv->stride_w == 1 && cv->pad_top == 0 && cv->pad_left == 0 &&
          cv->height == cv->out_height && cv->width == cv->out_width;
+}
+
+/* A 1x1 convolution with strides and no padding: a direct one of the pixels
+ * it reads (every other pixel of every other row for stride 2). */
+static int is_subsampled(const byoc_rt_conv *cv) {
+  return cv->kernel_h == 1 && cv->kernel_w == 1 && (cv->stride_h > 1 || cv->stride_w > 1) &&
+         cv->pad_top == 0 && cv->pad_left == 0 && cv->dilation_h == 1 && cv->dilation_w == 1;
 }
 
 /* The group's first input channel of image n. */
@@ -99,6 +117,42 @@ static void pad_chunk(void *context, int64_t index) {
       memset(row + left + w, 0, (size_t)(pitch - left - w) * sizeof(float));
     }
     memset(dst + (top + h) * pitch, 0, (size_t)((j->height - top - h) * pitch) * sizeof(float));
+  }
+}
+
+/* Channels [8 index, 8 index + 8) of the subsampled copy of the current image
+ * and group: the pixels a strided 1x1 convolution reads, side by side. Read in
+ * place, ResNet-50's stride-2 1x1 convs (its projection shortcuts) gathered
+ * every other float of a row, a broadcast each, from lines half of which
+ * they did not need. */
+static void subsample_chunk(void *context, int64_t index) {
+  job *j = context;
+  const byoc_rt_conv *cv = j->cv;
+  int64_t cg = cv->channels / cv->groups;
+  const float *x = group_input(j, j->image, j->group);
+  int64_t w = cv->width, sh = cv->stride_h, sw = cv->stride_w;
+  int64_t oh = cv->out_height, ow = cv->out_width;
+  for (int64_t c = index * 8; c < min64(cg, index * 8 + 8); c++) {
+    float *dst = j->copy + c * oh * ow;
+    const float *src = x + c * cv->height * w;
+    for (int64_t y = 0; y < oh; y++) {
+      const float *row = src + y * sh * w;
+      float *out = dst + y * ow;
+      int64_t xx = 0;
+#ifdef __AVX512F__
+      if (sw == 2) { /* two vectors, their even floats (a masked load past the row's end) */
+        const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+        for (; xx < ow; xx += LANES) {
+          int64_t n = min64(LANES, ow - xx), reach = min64(2 * LANES, w - 2 * xx);
+          __m512 lo = _mm512_maskz_loadu_ps(lane_mask(min64(reach, LANES)), row + 2 * xx);
+          __m512 hi = _mm512_maskz_loadu_ps(lane_mask(reach - LANES), row + 2 * xx + LANES);
+          _mm512_mask_storeu_ps(out + xx, lane_mask(n), _mm512_permutex2var_ps(lo, evens, hi));
+        }
+      }
+#endif
+      for (; xx < ow; xx++)
+        out[xx] = row[xx * sw];
+    }
   }
 }
 
@@ -173,16 +227,25 @@ static void columns_chunk(void *context, int64_t index) {
   int64_t lines = j->direct ? 1 : cv->out_height;
   int64_t total = lines * j->row_tiles;
   float tile[COLS_NR * COLS_WIDTH];
+  /* The weights of the panel this thread likely computes next, prefetched a
+   * part per tile: a panel's first tile would otherwise wait for them from
+   * memory (ResNet-50's 7x7 convs read 4 MB of weights, 256 KB a panel, once
+   * a call), and its other tiles find them in cache. */
+  int64_t next = panel + ceil_div(byoc_rt_num_threads(), j->tile_groups);
+  const float *ahead = next < j->panels ? j->weight + (g * j->panels + next) * j->k * COLS_WIDTH : NULL;
   for (int64_t t = part * j->per_group; t < min64(total, (part + 1) * j->per_group); t++) {
     int64_t y = t / j->row_tiles, r = t % j->row_tiles;
     int64_t x0 = r * line / j->row_tiles, x1 = (r + 1) * line / j->row_tiles;
     int64_t p0 = y * cv->out_width + x0;
+    int64_t k0 = t * j->k / total, k1 = (t + 1) * j->k / total;
     columns_out place = {
         .out = out + p0,
         .residual = residual != NULL ? residual + p0 : NULL,
         .bias = bias,
         .plane = j->pixels,
         .rows = rows,
+        .ahead = ahead != NULL ? ahead + k0 * COLS_WIDTH : NULL,
+        .ahead_rows = k1 - k0,
     };
     (nv == 2 ? byoc_columns32_tiles : byoc_columns16_tiles)[x1 - x0](j->k, a, source + y * row_step + x0 * step, j->offset,
                                   step, &place, &j->e, tile);
@@ -202,18 +265,23 @@ int32_t byoc_rt_conv2d(const byoc_rt_conv *cv, const float *data, const float *w
       .og = cv->out_channels / cv->groups,
       .k = cv->channels / cv->groups * cv->kernel_h * cv->kernel_w,
       .pixels = cv->out_height * cv->out_width,
-      .direct = is_direct(cv),
+      .direct = is_direct(cv) || is_subsampled(cv),
+      .subsampled = is_subsampled(cv),
   };
   int rows = cv->layout == BYOC_RT_ROWS;
   int64_t cg = cv->channels / cv->groups;
   int64_t kh = cv->kernel_h, kw = cv->kernel_w, dh = cv->dilation_h, dw = cv->dilation_w;
   if (rows && !j.direct && (cv->stride_h != 1 || cv->stride_w != 1))
-    return BYOC_RT_FAILED; /* ROWS reads pixels side by side: stride 1 only */
+    return BYOC_RT_FAILED; /* ROWS reads pixels side by side: stride 1 (or a subsampled copy) */
   /* The source: the image, or a zero-padded copy big enough for every tap of
    * every output (and, for ROWS, of the grid positions past a row's end). */
   j.pitch = cv->width;
   j.height = cv->height;
-  if (!j.direct) {
+  if (j.subsampled) {
+    j.padded = 1;
+    j.pitch = cv->out_width;
+    j.height = cv->out_height;
+  } else if (!j.direct) {
     int64_t reach_w = (cv->out_width - 1) * cv->stride_w + (kw - 1) * dw + 1;
     int64_t reach_h = (cv->out_height - 1) * cv->stride_h + (kh - 1) * dh + 1;
     int64_t pitch = max64(cv->width + cv->pad_left, reach_w);
@@ -272,7 +340,7 @@ int32_t byoc_rt_conv2d(const byoc_rt_conv *cv, const float *data, const float *w
       j.image = n;
       j.group = g;
       if (j.padded)
-        byoc_rt_parallel_for(ceil_div(cg, 8), pad_chunk, &j);
+        byoc_rt_parallel_for(ceil_div(cg, 8), j.subsampled ? subsample_chunk : pad_chunk, &j);
       if (rows)
         byoc_rt_parallel_for(j.panel_blocks * j.tile_ranges, rows_chunk, &j);
       else

@@ -45,6 +45,8 @@ typedef struct columns_out {
   const float *bias;     /* 32 of them (zero-padded), or NULL */
   int64_t plane;         /* floats between two output channels */
   int64_t rows;          /* channels of the panel that exist (<= 32) */
+  const float *ahead;    /* rows [0, ahead_rows) of a panel to prefetch, or NULL */
+  int64_t ahead_rows;
 } columns_out;
 
 typedef void (*columns_fn)(int64_t, const float *restrict, const float *restrict,

@@ -60,9 +60,15 @@ columns_product(const int nv, const int nr, int64_t k, const float *restrict a,
 #pragma GCC unroll 2
     for (int v = 0; v < nv; v++)
       acc[q][v] = splat(0.0f);
+  const float *ahead = t->ahead;
+  int64_t ahead_rows = ahead != NULL ? t->ahead_rows : 0;
   for (int64_t kk = 0; kk < k; kk++) {
     const float *bk = b + offset[kk];
     vec w[2];
+    if (kk < ahead_rows) { /* a row of 32 weights of a later panel: two lines, into L2 */
+      __builtin_prefetch(ahead + kk * COLS_WIDTH, 0, 2);
+      __builtin_prefetch(ahead + kk * COLS_WIDTH + LANES, 0, 2);
+    }
 #pragma GCC unroll 2
     for (int v = 0; v < nv; v++)
       w[v] = load(a + kk * COLS_WIDTH + v * LANES);
