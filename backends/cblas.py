@@ -7,9 +7,9 @@ that end a dense or conv2d with a bias and/or relu. A conv2d or dense with a
 constant weight is computed by libbyoc's kernels instead (`alter_op` packs
 the weight at compile time: relay.nn.conv2d_packed, relay.nn.dense_packed),
 which also fuse a residual add, clip and (dense) gelu; libbyoc's
-byoc_rt_pool2d also computes 2-d max and average pools of strides 1 and 2 (a
-pool reads like a depthwise stencil, and the generated loops ran rows of 7
-or 14 outputs one scalar at a time). The generated C calls
+byoc_rt_pool2d also computes 2-d max and average pools of strides 1 and 2 and
+global average pools (a pool reads like a depthwise stencil, and the
+generated loops ran rows of 7 or 14 outputs one scalar at a time). The generated C calls
 `scipy_cblas_sgemm` from the scipy-openblas32 wheel (`pip install
 byoc[cblas]`), then applies the epilogue (bias add, relu) in ONE loop over
 the product's output, in place, while it is still in cache.
@@ -382,6 +382,18 @@ def pool_check(op: Operation) -> str | None:
     return None
 
 
+def global_pool_check(op: Operation) -> str | None:
+    """Takes float32 NCHW global average pools: byoc_rt_pool2d's average pool
+    whose kernel is the whole plane (the classifiers' 13x13 and 7x7 planes:
+    ccompiler's loops took 2x onnxruntime's time, and the pool now shares its
+    function, in cache, with the conv before it)."""
+    if reason := _float32(op):
+        return reason
+    if op.attrs()["layout"] != "NCHW":
+        return f"cblas pools NCHW data only, not {op.attrs()['layout']}"
+    return None
+
+
 def dense_packed_check(op: Operation) -> str | None:
     """Takes float32 dense_packed (what `alter_op` makes of a dense with a constant
     weight): libbyoc's kernel."""
@@ -403,6 +415,7 @@ KERNEL_CHECKS = {
     relay.Conv2dPackedOp.name: conv2d_packed_check,
     relay.MaxPool2dOp.name: pool_check,
     relay.AvgPool2dOp.name: pool_check,
+    relay.GlobalAvgPool2dOp.name: global_pool_check,
 }
 """The ops computed by sgemm or libbyoc, and their checks."""
 
@@ -1268,7 +1281,7 @@ class FunctionEmitter:
         elif isinstance(op, relay.DensePackedOp):
             self._libbyoc_dense(op, out, step.epilogue)
             return  # the kernel applies the epilogue
-        elif isinstance(op, relay.MaxPool2dOp | relay.AvgPool2dOp):
+        elif isinstance(op, relay.MaxPool2dOp | relay.AvgPool2dOp | relay.GlobalAvgPool2dOp):
             self._libbyoc_pool(op, out)
             return
         else:
@@ -1512,19 +1525,26 @@ class FunctionEmitter:
         ).results[0]
         self.fail_on(status)
 
-    def _libbyoc_pool(self, op: relay.MaxPool2dOp | relay.AvgPool2dOp, out: Ref) -> None:
-        """One call of libbyoc's `byoc_rt_pool2d` (strides 1 and 2), its shape a
+    def _libbyoc_pool(
+        self, op: relay.MaxPool2dOp | relay.AvgPool2dOp | relay.GlobalAvgPool2dOp, out: Ref
+    ) -> None:
+        """One call of libbyoc's `byoc_rt_pool2d` (strides 1 and 2; a global
+        average pool is an average pool of the whole plane), its shape a
         `static const` struct."""
         b = self.b
         (data,) = op.operands
         attrs = op.attrs()
         n, c, h, w = _shape(data)
         _, _, oh, ow = _shape(op.results[0])
-        kh, kw = attrs["pool_size"]  # type: ignore[misc]
-        sh, sw = attrs["strides"]  # type: ignore[misc]
-        top, left, bottom, right = relay.normalize_padding(attrs["padding"], op.name)  # type: ignore[arg-type]
-        average = isinstance(op, relay.AvgPool2dOp)
-        include = bool(attrs["count_include_pad"]) if average else False
+        if isinstance(op, relay.GlobalAvgPool2dOp):
+            (kh, kw), (sh, sw), (top, left, bottom, right) = (h, w), (1, 1), (0, 0, 0, 0)
+            average, include = True, False
+        else:
+            kh, kw = attrs["pool_size"]  # type: ignore[misc]
+            sh, sw = attrs["strides"]  # type: ignore[misc]
+            top, left, bottom, right = relay.normalize_padding(attrs["padding"], op.name)  # type: ignore[arg-type]
+            average = isinstance(op, relay.AvgPool2dOp)
+            include = bool(attrs["count_include_pad"]) if average else False
         fields = (n, c, h, w, oh, ow, kh, kw, sh, sw, top, left, bottom, right, int(average), int(include))
         name = f"{self.function.sym_name.data}_pool_{len(self.globals)}"
         self.globals.append(

@@ -46,6 +46,9 @@ CASES = [
     ((1, 2, 5, 40), (2, 3), (2, 2), (3, 1, 3, 1), False),
     ((1, 3, 9, 64), (1, 2), (2, 2), (0, 0, 0, 0), False),
     ((1, 2, 7, 98), (3, 3), (2, 2), (1, 0, 1, 2), True),
+    # Windows the size of the plane: one run of floats (whole_plane).
+    ((2, 3, 7, 9), (7, 9), (1, 1), (0, 0, 0, 0), False),
+    ((1, 5, 1, 3), (1, 3), (1, 1), (0, 0, 0, 0), False),
 ]
 
 
@@ -76,6 +79,29 @@ def test_pool_matches_reference(case, kind):
         flat[5::13] = -np.inf
     (want,) = byoc.run_reference(module, [x])
     np.testing.assert_allclose(model(x), want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(1, 7, 13, 13), (2, 5, 7, 7), (1, 3, 1, 1), (1, 2, 3, 5), (1, 3, 20, 21)], ids=str)
+def test_global_avg_pool_matches_reference(shape):
+    """A global average pool is byoc_rt_pool2d's average over the whole plane:
+    planes of one float, of a masked vector only, of several vectors with a
+    masked one and of more than four vectors."""
+    module = build([shape], lambda emit, x: emit(relay.GlobalAvgPool2dOp(x)))
+    model = byoc.compile(module.clone(), targets=["cblas"])
+    assert model.placement["cblas"] == 1
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32) + 3.0
+    (want,) = byoc.run_reference(module, [x])
+    np.testing.assert_allclose(model(x), want, rtol=1e-6, atol=1e-6)
+
+
+def test_whole_plane_max_of_negatives():
+    """A max over the whole plane whose floats are all negative: the lanes past
+    the plane's end must not count as 0."""
+    shape = (1, 4, 3, 5)
+    module = pool_module(shape, (3, 5), (1, 1), (0, 0, 0, 0), False, "max")
+    model = byoc.compile(module.clone(), targets=["cblas"])
+    x = -np.abs(np.random.default_rng(6).standard_normal(shape)).astype(np.float32) - 1.0
+    np.testing.assert_array_equal(model(x), byoc.run_reference(module, [x])[0])
 
 
 def test_stride_3_pool_stays_on_ccompiler():

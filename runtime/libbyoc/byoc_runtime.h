@@ -121,7 +121,8 @@ int32_t byoc_rt_depthwise_conv2d(const byoc_rt_conv *conv, const float *data,
 /* ---- Pooling ----------------------------------------------------------------
  * out = relay.nn.max_pool2d or avg_pool2d of NCHW float32 data with strides 1
  * or 2 (each dimension its own) and dilation 1 (Inception's 3x3 "same" pools,
- * SqueezeNet's and ResNet's 3x3 stride-2 ones): taps in the padding (and past
+ * SqueezeNet's and ResNet's 3x3 stride-2 ones; relay.nn.global_avg_pool2d is
+ * an average pool whose kernel is the plane): taps in the padding (and past
  * it, ceil_mode) are -inf for a max and 0 for an average; an average divides
  * by its taps inside the image (`count_include_pad`: inside the image and its
  * explicit padding), at least 1. `out_height` and `out_width` are relay's
