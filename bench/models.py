@@ -264,7 +264,7 @@ def pool_counts(call: Callable[[], object], calls: int) -> str:
             f"{d['missed']:.1f} loops unjoined, waiting {d['wait_ns'] / 1e6:.3f} ms, "
             f"first worker chunk after {d['late_ns'] / 1e6:.3f} ms (summed), {d['late']:.1f} late loops, "
             f"{d['backed_off']:.1f} loops alone after them, {d['preempted']:.1f} workers preempted spinning, "
-            f"{d['caller_away']:.1f} loops with the caller away, {d['moves']:.1f} moves off its core; "
+            f"{d['caller_away']:.1f} loops with the caller away, {d['moves']:.1f} moves off its core, {d['breaks']:.1f} breaks between chunks, {d['steers']:.1f} steered; "
             f"CPU {cpu * 1e3:.2f} ms")
 
 

@@ -274,6 +274,8 @@ POOL_STATS = (
     "caller_away",
     "moves",
     "wake_ns",
+    "breaks",
+    "steers",
 )
 """The pool's counters, in byoc_runtime.h's order (BYOC_RT_STAT_*)."""
 
@@ -290,7 +292,9 @@ def pool_stats() -> dict[str, int]:
     up, `backed_off` loops the caller then ran alone, `caller_away` loops a
     worker ran every chunk of (their caller was not running), `moves` times a
     worker found itself on its caller's core and moved off it, `wake_ns` from
-    a wake-up to the first woken worker leaving its sleep (byoc_runtime.h)."""
+    a wake-up to the first woken worker leaving its sleep, `breaks` times a
+    worker gave its core away between two chunks, `steers` times a caller took
+    its core from a sleeping worker's before waking it (byoc_runtime.h)."""
     out = _ffi().new("int64_t[]", len(POOL_STATS))
     try:
         stats = _process().byoc_rt_pool_stats

@@ -575,6 +575,58 @@ def test_a_worker_that_holds_the_caller_up_makes_a_late_loop():
         assert backed_off["sleeps"] == after["sleeps"]
 
 
+def test_a_worker_gives_its_core_away_between_chunks_not_inside_one():
+    """A worker that has run 1 ms without a break yields its core before
+    claiming another chunk (`breaks`), so a busy machine preempts it while it
+    holds none. Here the caller's chunk waits (at most a minute) until the
+    worker has run the two others, 5 ms each."""
+    ffi, process = parallel_for()
+    caller, done, worker_chunks = threading.get_ident(), threading.Event(), []
+
+    @ffi.callback("void(void *, int64_t)")
+    def task(context, index):
+        if threading.get_ident() == caller:
+            done.wait(60)
+            return
+        time.sleep(0.005)
+        worker_chunks.append(index)
+        if len(worker_chunks) == 2:
+            done.set()
+
+    before = byoc.threads()
+    try:
+        byoc.set_threads(2)
+        start = libbyoc.pool_stats()
+        process.byoc_rt_parallel_for(3, task, ffi.NULL)
+        after = libbyoc.pool_stats()
+    finally:
+        byoc.set_threads(before)
+    assert len(worker_chunks) == 2 and done.is_set()
+    assert after["worker_chunks"] - start["worker_chunks"] == 2
+    assert after["breaks"] - start["breaks"] >= 1
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="steering needs two cores")
+def test_a_worker_woken_after_a_sleep_is_steered_off_its_callers_core():
+    """A loop that wakes a worker asleep for over a millisecond first takes the
+    caller's core from the worker's cores (`steers`); woken, the worker may use
+    every core again."""
+    before = byoc.threads()
+    try:
+        byoc.set_threads(2)  # also ends any backing off from earlier loops
+        assert len(chunk_threads(2, meet=True)) == 2  # a worker runs
+        time.sleep(0.05)  # it spins 400 us, then sleeps
+        start = libbyoc.pool_stats()
+        assert len(chunk_threads(2, meet=True)) == 2  # it woke and ran a chunk
+        after = libbyoc.pool_stats()
+    finally:
+        byoc.set_threads(before)
+    assert after["wakes"] - start["wakes"] >= 1 and after["steers"] - start["steers"] >= 1
+    everywhere = os.sched_getaffinity(0)
+    for task in os.listdir("/proc/self/task"):
+        assert os.sched_getaffinity(int(task)) == everywhere
+
+
 def test_models_called_from_many_threads_at_once_are_right(packed_model):
     """Callers that find the pool busy run their loops alone: every result is right."""
     _, model, module, inputs = packed_model

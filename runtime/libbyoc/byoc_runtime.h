@@ -34,17 +34,22 @@ enum { BYOC_RT_OK = 0, BYOC_RT_FAILED = 1, BYOC_RT_OUT_OF_MEMORY = 2 };
  * Waiting (threads.c has the figures): after a loop, workers spin about
  * 400 us ($BYOC_POOL_SPIN_US), which bridges the host's ops between a model's
  * loops, and while a caller backing off (below) runs loops alone, then sleep;
- * they never spin against each other, and give their core away every 20 us
- * (sched_yield) in case it is their caller's. A worker that finds it was
+ * they never spin against each other, give their core away every 20 us
+ * (sched_yield) in case it is their caller's, and move off the core their
+ * caller runs on (a caller waking workers asleep for over 1 ms first takes
+ * its core from theirs, until they are up). A worker that has run 1 ms without a break yields before
+ * its next chunk, so a busy core preempts it between chunks rather than
+ * inside one (which held the caller up). A worker that finds it was
  * preempted while spinning (its core is wanted by other work), or that ran
  * every chunk of a loop (its caller was not running), spins only briefly for
  * a while, so woken it preempts that work for the next loop instead of
- * sharing the core with it. A loop whose workers came late (or
- * that starts while a worker woken over 250 us ago still sleeps), or that
- * held its caller up with a chunk far longer than the caller's own, makes the
- * caller run its next loops alone: 2 of them, doubled while workers keep being
- * late, at most 256, and for at most 64 ms ($BYOC_POOL_BACKOFF=0 turns this
- * off; a new thread count tries the workers again). */
+ * sharing the core with it. A loop that held its caller up with a chunk far
+ * longer than the caller's own, or that starts while a worker woken over
+ * 250 us ago still sleeps, makes the caller run its next loops alone: 2 of
+ * them, doubled while workers keep being late, at most 256, and for at most
+ * 64 ms ($BYOC_POOL_BACKOFF=0 turns this off; a new thread count tries the
+ * workers again). A worker that merely joins a loop late costs nothing: the
+ * caller claims the chunks meanwhile. */
 typedef void (*byoc_rt_task)(void *context, int64_t index);
 
 void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context);
@@ -62,14 +67,17 @@ void byoc_rt_set_num_threads(int32_t n);
  * worker joined); times a spinning worker found it had been preempted, late
  * loops, loops run alone while backing off after a late one, loops a worker
  * ran every chunk of (their caller was not running), times a worker found
- * itself on its caller's core and moved off it, and nanoseconds from a
- * wake-up to the first woken worker leaving its sleep. */
+ * itself on its caller's core and moved off it, nanoseconds from a wake-up to
+ * the first woken worker leaving its sleep, times a worker gave its core
+ * away between two chunks, and times a caller took its own core from a
+ * sleeping worker's cores before waking it. */
 enum {
   BYOC_RT_STAT_LOOPS, BYOC_RT_STAT_ALONE, BYOC_RT_STAT_CHUNKS, BYOC_RT_STAT_WORKER_CHUNKS,
   BYOC_RT_STAT_WAKES, BYOC_RT_STAT_SLEEPS, BYOC_RT_STAT_MISSED, BYOC_RT_STAT_LOOP_NS,
   BYOC_RT_STAT_WAIT_NS, BYOC_RT_STAT_LATE_NS, BYOC_RT_STAT_PREEMPTED, BYOC_RT_STAT_LATE,
   BYOC_RT_STAT_BACKED_OFF, BYOC_RT_STAT_CALLER_AWAY,
-  BYOC_RT_STAT_MOVES, BYOC_RT_STAT_WAKE_NS, BYOC_RT_STATS
+  BYOC_RT_STAT_MOVES, BYOC_RT_STAT_WAKE_NS,
+  BYOC_RT_STAT_BREAKS, BYOC_RT_STAT_STEERS, BYOC_RT_STATS
 };
 void byoc_rt_pool_stats(int64_t *out, int32_t size);
 

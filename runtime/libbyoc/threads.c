@@ -63,20 +63,42 @@
  * alone, late, and backed off. */
 #define MOVE_NANOSECONDS 1000000L
 
-/* A loop whose workers were late, this long after it started (a sleeping
- * worker wakes within about 25 us on an idle core), or held the caller up this
- * much longer than two of its own chunks, had workers the OS did not run; so
- * does a loop that starts while a worker woken this long ago has not yet left
- * its sleep (on a loaded machine a woken worker missed 4.8 of the QDQ CNN's 4.9
- * loops a call, each paying a futex wake for nothing, none long enough to count
- * late by itself). The caller then runs its next loops alone (that one too),
- * BACKOFF_MIN_LOOPS of them, doubled on every late loop up to
- * BACKOFF_MAX_LOOPS, back to the minimum after a loop whose workers came in
- * time; and never for longer than BACKOFF_MAX_NANOSECONDS after the late loop,
- * so a machine that is quiet again gets its workers back. A busy machine then
- * costs a loop at most one wait for a preempted worker's chunk per while. The
- * back-off counts loops, not time, so it scales with the model: a fixed 2 ms
- * covered six calls of a 0.33 ms MLP (two loops a call), now one. */
+/* A caller that wakes workers asleep for over this long first takes its own
+ * core from the cores they may use, until they are up (they then take all
+ * again): this VM's scheduler treats an idle vCPU as busy after about a
+ * millisecond (the host has descheduled it), and woke a pthread on its
+ * waker's core 34-38 times in 40 after 10-100 ms of sleep, 0-2 times when its
+ * waker had narrowed it (a C test; 10-17 us for the sched_setaffinity). There
+ * a worker either preempted its caller or waited for the caller's time slice
+ * (4 ms). */
+#define STEER_AFTER_NANOSECONDS 1000000L
+
+/* A worker that has run this long without a break (a sleep or a yield) gives
+ * its core away before its next chunk (see run_chunks). Two threads that
+ * shared a core here ran 3-4 ms each in turn (a 4 ms tick; 0.75 ms at the
+ * least), so a worker that ran less is rarely preempted inside a chunk. */
+#define RUN_NANOSECONDS 1000000L
+
+/* A loop that held its caller up, waiting for a chunk a worker held, this
+ * much longer than two of the caller's own chunks had a worker the OS did not
+ * run; so does a loop that starts while a worker woken this long ago has not
+ * yet left its sleep (on a loaded machine a woken worker missed 4.8 of the QDQ
+ * CNN's 4.9 loops a call, each paying a futex wake for nothing). The caller
+ * then runs its next loops alone (that one too), BACKOFF_MIN_LOOPS of them,
+ * doubled on every late loop up to BACKOFF_MAX_LOOPS, back to the minimum
+ * after a loop a worker took part in without holding the caller up; and never
+ * for longer than BACKOFF_MAX_NANOSECONDS after the late loop, so a machine
+ * that is quiet again gets its workers back. A busy machine then costs a loop
+ * at most one wait for a preempted worker's chunk per while. The back-off
+ * counts loops, not time, so it scales with the model: a fixed 2 ms covered
+ * six calls of a 0.33 ms MLP (two loops a call), now one.
+ *
+ * A worker that joins a loop late (or not at all) costs its caller nothing:
+ * the caller claims the chunks meanwhile, and workers give their core away
+ * between chunks, not inside one (see run_chunks). Backing off for it only
+ * kept the worker out of the next loops: beside one busy process BERT's
+ * caller ran most loops alone, at its 1-thread speed, and a woken worker that
+ * an idle vCPU ran 0.6 ms late made the 2-thread MLP back off too. */
 #define LATE_NANOSECONDS 250000L
 #define BACKOFF_MIN_LOOPS 2
 #define BACKOFF_MAX_LOOPS 256
@@ -103,6 +125,8 @@ typedef struct pool {
   _Atomic int64_t alone_left;
   _Atomic int64_t alone_until;
   _Atomic int64_t backoff;
+  /* When a worker last fell asleep. */
+  _Atomic int64_t slept_at;
   /* When the oldest wake-up no worker has answered yet was sent (0: none). */
   _Atomic int64_t woken_at;
   /* When a caller backing off last ran a loop alone (INT64_MAX while it runs
@@ -138,20 +162,34 @@ static void count(pool *p, int which, int64_t amount) {
 }
 
 /* Run chunks of job `gen` until none is left (or the job is no longer `gen`);
- * returns how many this thread ran. */
-static int64_t run_chunks(pool *p, uint32_t gen, int worker) {
+ * returns how many this thread ran. A worker (`running`: since when it has
+ * run without a break) gives its core away between two chunks once it has run
+ * RUN_NANOSECONDS: on a busy core the OS then runs the other work while the
+ * worker holds no chunk, rather than preempt it inside one, which held the
+ * caller up until the worker ran again (a time slice). */
+static int64_t run_chunks(pool *p, uint32_t gen, int64_t *running) {
   byoc_rt_task task = atomic_load_explicit(&p->task, memory_order_relaxed);
   void *context = atomic_load_explicit(&p->context, memory_order_relaxed);
-  int64_t count = atomic_load_explicit(&p->count, memory_order_relaxed);
+  int64_t chunks = atomic_load_explicit(&p->count, memory_order_relaxed);
   uint64_t state = atomic_load_explicit(&p->state, memory_order_acquire);
   int64_t ran = 0;
   for (;;) {
-    if (generation(state) != gen || (int64_t)(uint32_t)state >= count)
+    if (generation(state) != gen || (int64_t)(uint32_t)state >= chunks)
       return ran;
+    if (running != NULL) {
+      int64_t now = now_ns();
+      if (now - *running > RUN_NANOSECONDS) {
+        sched_yield();
+        *running = now_ns();
+        count(p, BYOC_RT_STAT_BREAKS, 1);
+        state = atomic_load_explicit(&p->state, memory_order_acquire);
+        continue;
+      }
+    }
     if (atomic_compare_exchange_weak_explicit(&p->state, &state, state + 1,
                                               memory_order_acquire,
                                               memory_order_acquire)) {
-      if (worker && ran == 0) {
+      if (running != NULL && ran == 0) {
         int64_t unset = 0;
         atomic_compare_exchange_strong(&p->first_claim, &unset, now_ns());
       }
@@ -165,6 +203,48 @@ static int64_t run_chunks(pool *p, uint32_t gen, int worker) {
 
 /* The generation each worker was started in: it joins the loops after it. */
 static uint32_t started_in[MAX_THREADS];
+
+/* Each worker's thread, the cores it may run on (both set when it starts),
+ * and whether a caller has taken its own core from them (see
+ * STEER_AFTER_NANOSECONDS). */
+static _Atomic pid_t worker_tid[MAX_THREADS];
+static cpu_set_t worker_cpus[MAX_THREADS];
+static _Atomic int steered[MAX_THREADS];
+
+/* The cores worker `id` may run on without `cpu`, if it may run on `cpu` and
+ * on another; else 0. */
+static int cpus_without(int id, int cpu, cpu_set_t *others) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &worker_cpus[id]))
+    return 0;
+  *others = worker_cpus[id];
+  CPU_CLR(cpu, others);
+  return CPU_COUNT(others) > 0;
+}
+
+/* Takes the caller's core `cpu` from the cores of workers [0, n) before it
+ * wakes them. */
+static void steer_workers(pool *p, int n, int cpu) {
+  for (int id = 0; id < n; id++) {
+    pid_t tid = atomic_load_explicit(&worker_tid[id], memory_order_acquire);
+    cpu_set_t others;
+    if (tid == 0 || !cpus_without(id, cpu, &others))
+      continue;
+    /* Flagged after: a worker that unsteers before the flag keeps the narrow
+     * cores only until it next joins a loop or wakes. */
+    if (sched_setaffinity(tid, sizeof others, &others) == 0) {
+      atomic_store(&steered[id], 1);
+      count(p, BYOC_RT_STAT_STEERS, 1);
+    }
+  }
+}
+
+/* A worker a caller steered may run on all its cores again (it stays where it
+ * is). */
+static void unsteer(int id) {
+  if (atomic_load_explicit(&steered[id], memory_order_relaxed) &&
+      atomic_exchange(&steered[id], 0))
+    sched_setaffinity(0, sizeof worker_cpus[id], &worker_cpus[id]);
+}
 
 /* $BYOC_POOL_SPIN_US, microseconds (0 to 1000000), replaces SPIN_NANOSECONDS
  * (to measure other spins); read once, when the first worker starts. */
@@ -181,21 +261,18 @@ static int64_t spin_nanoseconds(void) {
   return ns;
 }
 
-/* Moves the calling worker off the core its caller last used, if it is on it
- * and may run elsewhere: its cores without that one, then all of them again
- * (which leaves it where it is). Returns whether it moved. */
-static int leave_callers_core(pool *p) {
+/* Moves worker `id` off the core its caller last used, if it is on it and may
+ * run elsewhere: its cores without that one, then all of them again (which
+ * leaves it where it is). Returns whether it moved. */
+static int leave_callers_core(pool *p, int id) {
   int cpu = atomic_load_explicit(&p->caller_cpu, memory_order_relaxed);
-  if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getcpu() != cpu)
+  cpu_set_t others;
+  if (sched_getcpu() != cpu || !cpus_without(id, cpu, &others))
     return 0;
-  cpu_set_t all, others;
-  if (sched_getaffinity(0, sizeof all, &all) != 0 || !CPU_ISSET(cpu, &all) || CPU_COUNT(&all) < 2)
-    return 0;
-  others = all;
-  CPU_CLR(cpu, &others);
   if (sched_setaffinity(0, sizeof others, &others) != 0)
     return 0;
-  sched_setaffinity(0, sizeof all, &all);
+  sched_setaffinity(0, sizeof worker_cpus[id], &worker_cpus[id]);
+  atomic_store(&steered[id], 0);
   count(p, BYOC_RT_STAT_MOVES, 1);
   return 1;
 }
@@ -212,9 +289,13 @@ static void *worker(void *arg) {
   pool *p = &the_pool;
   int id = (int)(intptr_t)arg;
   uint32_t seen = started_in[id];
+  if (sched_getaffinity(0, sizeof worker_cpus[id], &worker_cpus[id]) != 0)
+    CPU_ZERO(&worker_cpus[id]); /* never steered nor moved */
+  atomic_store_explicit(&worker_tid[id], gettid(), memory_order_release);
   int64_t spin = spin_nanoseconds();
   int64_t calm_until = 0; /* spin briefly before then: the core is contended */
   int64_t moved_at = INT64_MIN / 2;
+  int64_t running = now_ns(); /* since when this worker runs without a break */
   for (;;) {
     int64_t last = now_ns();
     int64_t deadline = last + (last < calm_until ? CONTENDED_SPIN_NANOSECONDS : spin);
@@ -238,33 +319,39 @@ static void *worker(void *arg) {
         }
         if (now < deadline) {
           last = now;
-          if (now - moved_at > MOVE_NANOSECONDS && leave_callers_core(p))
+          if (now - moved_at > MOVE_NANOSECONDS && leave_callers_core(p, id))
             last = moved_at = now_ns();
           if (now - yielded > YIELD_NANOSECONDS) {
             sched_yield(); /* `last` stays: a long yield was a preemption */
-            yielded = now;
+            yielded = running = now;
           }
           continue;
         }
       }
       pthread_mutex_lock(&p->lock);
       atomic_fetch_add(&p->sleepers, 1);
+      atomic_store_explicit(&p->slept_at, now, memory_order_relaxed);
       count(p, BYOC_RT_STAT_SLEEPS, 1);
       while (generation(atomic_load(&p->state)) == seen)
         pthread_cond_wait(&p->wake, &p->lock);
       atomic_fetch_sub(&p->sleepers, 1);
       int64_t woken = atomic_exchange_explicit(&p->woken_at, 0, memory_order_relaxed);
       pthread_mutex_unlock(&p->lock);
-      last = yielded = now_ns();
+      unsteer(id);
+      last = yielded = running = now_ns();
       if (woken != 0 && last > woken)
         count(p, BYOC_RT_STAT_WAKE_NS, last - woken);
-      if (last - moved_at > MOVE_NANOSECONDS && leave_callers_core(p))
+      if (last - moved_at > MOVE_NANOSECONDS && leave_callers_core(p, id))
         last = yielded = moved_at = now_ns();
       deadline = last + (last < calm_until ? CONTENDED_SPIN_NANOSECONDS : spin);
     }
     seen = generation(state);
     if (id < atomic_load(&p->joining)) {
-      int64_t ran = run_chunks(p, seen, 1);
+      unsteer(id);
+      int64_t now = now_ns();
+      if (now - moved_at > MOVE_NANOSECONDS && leave_callers_core(p, id))
+        moved_at = running = now_ns();
+      int64_t ran = run_chunks(p, seen, &running);
       if (ran > 0)
         count(p, BYOC_RT_STAT_WORKER_CHUNKS, ran);
       /* Its caller ran none of the loop's chunks: it was not running, maybe
@@ -275,6 +362,7 @@ static void *worker(void *arg) {
         calm_until = now_ns() + CONTENDED_NANOSECONDS;
         count(p, BYOC_RT_STAT_CALLER_AWAY, 1);
         sched_yield();
+        running = now_ns();
       }
     }
   }
@@ -427,6 +515,9 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
   atomic_store(&p->state, (uint64_t)gen << 32);
   if (atomic_load(&p->sleepers) > 0) {
     count(p, BYOC_RT_STAT_WAKES, 1);
+    if (start - atomic_load_explicit(&p->slept_at, memory_order_relaxed) > STEER_AFTER_NANOSECONDS)
+      steer_workers(p, atomic_load_explicit(&p->joining, memory_order_relaxed),
+                    atomic_load_explicit(&p->caller_cpu, memory_order_relaxed));
     pthread_mutex_lock(&p->lock);
     /* Under the lock a sleeper is inside pthread_cond_wait, and clears this
      * (under the lock) when it wakes. */
@@ -435,7 +526,7 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
   }
-  int64_t ran = run_chunks(p, gen, 0);
+  int64_t ran = run_chunks(p, gen, NULL);
   /* Only chunks already claimed are outstanding: their threads are running. */
   int64_t waiting = 0;
   if (atomic_load_explicit(&p->done, memory_order_acquire) < n) {
@@ -451,10 +542,7 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
   }
   int64_t end = now_ns(), first = atomic_load(&p->first_claim);
   int64_t own = (waiting ? waiting : end) - start; /* the caller running chunks */
-  int late = ran == n ? end - start > LATE_NANOSECONDS : first - start > LATE_NANOSECONDS;
-  if (waiting && ran > 0 && end - waiting > 2 * own / ran + LATE_NANOSECONDS)
-    late = 1;
-  if (late) {
+  if (waiting && ran > 0 && end - waiting > 2 * own / ran + LATE_NANOSECONDS) {
     back_off(p, end);
   } else if (ran < n) {
     atomic_store_explicit(&p->backoff, 0, memory_order_relaxed);
@@ -483,6 +571,10 @@ static void forget_workers(void) {
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->wake, NULL);
   p->started = 0;
+  for (int id = 0; id < MAX_THREADS; id++) {
+    atomic_store(&worker_tid[id], 0);
+    atomic_store(&steered[id], 0);
+  }
   atomic_store(&p->sleepers, 0);
   atomic_store(&p->busy, 0);
   atomic_store(&p->alone_left, 0);
