@@ -73,7 +73,7 @@ typedef struct job {
   int64_t panel_blocks, per_block; /* ROWS: chunks of panels */
   int64_t tile_ranges, per_range;  /* ROWS: chunks of tiles */
   int64_t row_tiles;       /* COLUMNS: tiles per output row (all pixels if direct) */
-  int64_t tile_groups, per_group; /* COLUMNS: chunks of tiles per panel */
+  int64_t tile_groups;     /* COLUMNS: chunks of tiles per panel */
   const int64_t *offset;
   float *copy;             /* the padded copy of the current image and group */
   int64_t image, group;
@@ -233,7 +233,10 @@ static void columns_chunk(void *context, int64_t index) {
    * a call), and its other tiles find them in cache. */
   int64_t next = panel + ceil_div(byoc_rt_num_threads(), j->tile_groups);
   const float *ahead = next < j->panels ? j->weight + (g * j->panels + next) * j->k * COLS_WIDTH : NULL;
-  for (int64_t t = part * j->per_group; t < min64(total, (part + 1) * j->per_group); t++) {
+  /* The panel's tiles split evenly, its larger parts first. */
+  int64_t first = ceil_div(part * total, j->tile_groups);
+  int64_t end = ceil_div((part + 1) * total, j->tile_groups);
+  for (int64_t t = first; t < end; t++) {
     int64_t y = t / j->row_tiles, r = t % j->row_tiles;
     int64_t x0 = r * line / j->row_tiles, x1 = (r + 1) * line / j->row_tiles;
     int64_t p0 = y * cv->out_width + x0;
@@ -332,8 +335,16 @@ int32_t byoc_rt_conv2d(const byoc_rt_conv *cv, const float *data, const float *w
     /* Enough chunks for every thread to take several. */
     int64_t want = 4 * (int64_t)byoc_rt_num_threads();
     j.tile_groups = min64(total, max64(1, ceil_div(want, j.panels)));
-    j.per_group = ceil_div(total, j.tile_groups);
-    j.tile_groups = ceil_div(total, j.per_group);
+    /* As many chunks as a multiple of the threads, of tiles split evenly, so
+     * no thread is left alone with the last one: Inception's 96-channel 3x3
+     * convs at 28x28 (3 panels of 84 tiles) made 9 chunks, 5 for one of two
+     * threads; DenseNet's 1x1 convs to 128 channels at 7x7 (4 panels of 5
+     * tiles) 8 chunks of 3 and 2 tiles. The 2-thread time lost to the last
+     * chunk, modelled over the convs of Inception v2 and DenseNet-121: 0.44
+     * and 0.41 ms a call -> 0.04. */
+    int64_t threads = byoc_rt_num_threads();
+    while (j.tile_groups < total && j.panels * j.tile_groups % threads != 0)
+      j.tile_groups++;
   }
   for (int64_t n = 0; n < cv->batch; n++) {
     for (int64_t g = 0; g < cv->groups; g++) {
