@@ -727,6 +727,23 @@ def group_label(op: Operation, fused: dict[SSAValue, Operation]) -> str:
     return f"{'+'.join(reversed(names))} {dims}".rstrip()
 
 
+POOLED_BY_SIZE_BYTES = 1 << 16
+"""Host buffers of at least this many bytes are pooled by size (see
+`convert_body`); smaller ones, which the caches hold anyway, by type."""
+
+
+def by_size(value: SSAValue) -> bool:
+    """Whether `value`'s buffer is a view of a byte buffer pooled by size: a
+    large tensor of whole-byte elements (an i1 buffer's layout is the host's)."""
+    typ = value.type
+    if not isinstance(typ, TensorType):
+        return False
+    width = getattr(typ.element_type, "bitwidth", None)
+    if not isinstance(width, int) or width < 8:
+        return False
+    return pymath.prod(typ.get_shape()) * (width // 8) >= POOLED_BY_SIZE_BYTES
+
+
 def convert_body(
     function: func.FuncOp,
     old: Block,
@@ -809,10 +826,18 @@ def convert_body(
     b = BodyBuilder(block, ConstantPool(block))
     status: SSAValue | None = None
     # Static memory planning: a buffer whose value is dead goes back to a pool
-    # and serves the next value of the same type; all are freed at the end.
+    # and serves the next value of the same type (in host functions, of 64 KiB
+    # and more: the next value it is big enough for); all are freed at the end.
     pool: dict[Attribute, list[SSAValue]] = {}
     pooled: list[SSAValue] = []
     roots: dict[SSAValue, SSAValue] = {}
+    # In host functions (`in_place`) buffers are pooled by size instead: a
+    # value gets a view of the smallest free byte buffer that holds it, so the
+    # activations of a whole network cycle through a few buffers that stay in
+    # cache, where a pool by type keeps one buffer per shape.
+    free_bytes: list[tuple[int, SSAValue]] = []
+    sizes: dict[SSAValue, int] = {}
+    byte_root: dict[SSAValue, SSAValue] = {}
 
     def new_buffer(typ: MemRefType, name: str | None) -> SSAValue:
         free = pool.get(typ)
@@ -822,6 +847,20 @@ def convert_body(
         buffer.name_hint = name
         pooled.append(buffer)
         return buffer
+
+    def sized_buffer(typ: MemRefType, value: SSAValue) -> SSAValue:
+        need = tensor_bytes(value)
+        fits = [i for i, (size, _) in enumerate(free_bytes) if size >= need]
+        if fits:
+            best = min(fits, key=lambda i: free_bytes[i][0])
+            root = free_bytes.pop(best)[1]
+        else:
+            root = new_buffer(MemRefType(i8, [need]), value.name_hint)
+            sizes[root] = need
+        byte_root[value] = root
+        viewed = b.insert(memref.ViewOp(root, b.index(0), [], typ)).result
+        viewed.name_hint = value.name_hint
+        return viewed
 
     def view(value: SSAValue, typ: MemRefType) -> SSAValue:
         """`value`'s slice of its root's buffer (allocated by the first slice)."""
@@ -874,6 +913,8 @@ def convert_body(
                 )
                 if value in slices:
                     buffer = view(value, typ)
+                elif in_place and by_size(value):
+                    buffer = sized_buffer(typ, value)
                 else:
                     buffer = new_buffer(typ, value.name_hint)
             buffers[value] = buffer
@@ -893,7 +934,11 @@ def convert_body(
                 else b.insert(arith.OrIOp(status, op_status)).result
             )
         for value in frees.get(position, ()):
-            pool.setdefault(buffers[value].type, []).append(buffers[value])
+            root = byte_root.get(value)
+            if root is not None:
+                free_bytes.append((sizes[root], root))
+            else:
+                pool.setdefault(buffers[value].type, []).append(buffers[value])
         for root in root_frees.get(position, ()):
             pool.setdefault(roots[root].type, []).append(roots[root])
 
