@@ -698,6 +698,14 @@ for count in (2, 3):
         th.start()
     for th in threads:
         th.join()
+# The loops above take about a millisecond: on a busy machine the workers may
+# not have been scheduled once in it, let alone gone to sleep. Give them time
+# to fall asleep between calls until a call has woken one (or 20 s passed).
+import time
+deadline = time.monotonic() + 20
+while libbyoc.pool_stats()["wake_ns"] == 0 and time.monotonic() < deadline:
+    time.sleep(0.02)
+    run()
 stats = libbyoc.pool_stats()
 assert stats["loops"] > 0 and stats["backed_off"] == 0, stats
 assert stats["wakes"] > 0 and stats["wake_ns"] > 0, stats  # woken workers were timed
