@@ -119,18 +119,23 @@ def legal(layout: str, conv: tuple) -> bool:
     return layout == "OIHW32o" or tuple(conv[3]) == (1, 1) or strided_1x1
 
 
+def compiled_in_layout(module, layout: str):
+    """`module` compiled for cblas with every conv forced into `layout`."""
+    original = cblas.conv2d_kernel_layout
+    cblas.conv2d_kernel_layout = lambda op: layout
+    try:
+        return byoc.compile(module, targets=["cblas"], cache=False)
+    finally:
+        cblas.conv2d_kernel_layout = original
+
+
 @pytest.fixture(scope="module", params=["OIHW8o", "OIHW32o"])
 def packed_model(request):
     """Every conv of CONVS its layout can compute, in one model, that layout forced."""
     layout = request.param
     convs = [c for c in CONVS if legal(layout, c)]
     module, inputs = conv_graph(convs)
-    original = cblas.conv2d_kernel_layout
-    cblas.conv2d_kernel_layout = lambda op: layout
-    try:
-        model = byoc.compile(module, targets=["cblas"], cache=False)
-    finally:
-        cblas.conv2d_kernel_layout = original
+    model = compiled_in_layout(module, layout)
     return layout, model, module, inputs
 
 
@@ -352,12 +357,7 @@ def test_an_output_written_over_its_residual_is_right(layout):
                for o, c, k in kernels]
     biases = [rng.standard_normal(o).astype(np.float32) for o, _, _ in kernels]
     module = build([(1, 5, 9, 11)], lambda e, x: residual_chain(e, x, weights, biases))
-    original = cblas.conv2d_kernel_layout
-    cblas.conv2d_kernel_layout = lambda op: layout
-    try:
-        model = byoc.compile(module, targets=["cblas"], cache=False)
-    finally:
-        cblas.conv2d_kernel_layout = original
+    model = compiled_in_layout(module, layout)
     check(model, module, [rng.standard_normal((1, 5, 9, 11)).astype(np.float32)])
     calls = [line for line in model.c_source.splitlines() if "byoc_rt_conv2d(" in line]
     assert len(calls) == 5
@@ -614,8 +614,14 @@ def test_a_worker_woken_after_a_sleep_is_steered_off_its_callers_core():
     before = byoc.threads()
     try:
         byoc.set_threads(2)  # also ends any backing off from earlier loops
+        asleep = libbyoc.pool_stats()["sleeps"]
         assert len(chunk_threads(2, meet=True)) == 2  # a worker runs
-        time.sleep(0.05)  # it spins 400 us, then sleeps
+        # It spins 400 us, then sleeps: on a busy machine it may take a while
+        # to get the core it needs to fall asleep (at most 20 s here).
+        deadline = time.monotonic() + 20
+        while libbyoc.pool_stats()["sleeps"] == asleep and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.01)  # asleep for over a millisecond
         start = libbyoc.pool_stats()
         assert len(chunk_threads(2, meet=True)) == 2  # it woke and ran a chunk
         after = libbyoc.pool_stats()
