@@ -28,11 +28,12 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import Float16Type, ModuleOp, TensorType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
 
 from byoc.dialects import relay
 from byoc.dialects.relay.base import InferredOp
+from byoc.passes.graph_edit import insert_before, replace_value
 from byoc.passes.speed import erase_op, garbage_collector_paused
 
 WIDENED: tuple[type[InferredOp], ...] = (
@@ -65,16 +66,12 @@ def _is_half(value: SSAValue) -> bool:
     return isinstance(typ, TensorType) and isinstance(typ.element_type, Float16Type)
 
 
-def _cast_before(value: SSAValue, dtype: str, anchor: Operation) -> SSAValue:
-    cast = relay.CastOp(value, dtype)
-    cast.location = anchor.location
-    anchor.parent_block().insert_op_before(cast, anchor)  # type: ignore[union-attr]
-    return cast.results[0]
-
-
 def widen(op: InferredOp) -> None:
     """Compute `op`, which reads or returns float16, in float32 (see the module doc)."""
-    operands = [_cast_before(v, "float32", op) if _is_half(v) else v for v in op.operands]
+    operands = [
+        insert_before(relay.CastOp(v, "float32"), op) if _is_half(v) else v
+        for v in op.operands
+    ]
     result_type = type(op).infer_type([v.type for v in operands], op.attrs())
     wide = type(op).create(
         operands=operands,
@@ -82,17 +79,11 @@ def widen(op: InferredOp) -> None:
         properties=dict(op.properties),
         attributes=dict(op.attributes),
     )
-    wide.location = op.location
-    block = op.parent_block()
-    assert block is not None
-    block.insert_op_before(wide, op)
     result = op.results[0]
-    narrow = wide.results[0]
+    narrow = insert_before(wide, op)
     if _is_half(result):
-        narrow = _cast_before(narrow, "float16", op)
-        narrow.owner.location = op.location  # type: ignore[union-attr]
-    narrow.name_hint = result.name_hint
-    result.replace_all_uses_with(narrow)
+        narrow = insert_before(relay.CastOp(narrow, "float16"), op)
+    replace_value(result, narrow)
     erase_op(op)
 
 
