@@ -739,9 +739,14 @@ def by_size(value: SSAValue) -> bool:
     if not isinstance(typ, TensorType):
         return False
     width = getattr(typ.element_type, "bitwidth", None)
-    if not isinstance(width, int) or width < 8:
-        return False
-    return pymath.prod(typ.get_shape()) * (width // 8) >= POOLED_BY_SIZE_BYTES
+    return isinstance(width, int) and width >= 8 and tensor_bytes(value) >= POOLED_BY_SIZE_BYTES
+
+
+def byte_size(buffer: SSAValue) -> int:
+    """The size of a `memref<Nxi8>` buffer: N."""
+    typ = buffer.type
+    assert isinstance(typ, MemRefType)
+    return typ.get_shape()[0]
 
 
 def convert_body(
@@ -831,12 +836,11 @@ def convert_body(
     pool: dict[Attribute, list[SSAValue]] = {}
     pooled: list[SSAValue] = []
     roots: dict[SSAValue, SSAValue] = {}
-    # In host functions (`in_place`) buffers are pooled by size instead: a
-    # value gets a view of the smallest free byte buffer that holds it, so the
+    # In host functions (`in_place`) large buffers are pooled by size: a value
+    # gets a view of the smallest free byte buffer that holds it, so the
     # activations of a whole network cycle through a few buffers that stay in
     # cache, where a pool by type keeps one buffer per shape.
-    free_bytes: list[tuple[int, SSAValue]] = []
-    sizes: dict[SSAValue, int] = {}
+    free_bytes: list[SSAValue] = []  # memref<Nxi8> buffers no value holds
     byte_root: dict[SSAValue, SSAValue] = {}
 
     def new_buffer(typ: MemRefType, name: str | None) -> SSAValue:
@@ -850,13 +854,12 @@ def convert_body(
 
     def sized_buffer(typ: MemRefType, value: SSAValue) -> SSAValue:
         need = tensor_bytes(value)
-        fits = [i for i, (size, _) in enumerate(free_bytes) if size >= need]
+        fits = [root for root in free_bytes if byte_size(root) >= need]
         if fits:
-            best = min(fits, key=lambda i: free_bytes[i][0])
-            root = free_bytes.pop(best)[1]
+            root = min(fits, key=byte_size)
+            free_bytes.remove(root)
         else:
             root = new_buffer(MemRefType(i8, [need]), value.name_hint)
-            sizes[root] = need
         byte_root[value] = root
         viewed = b.insert(memref.ViewOp(root, b.index(0), [], typ)).result
         viewed.name_hint = value.name_hint
@@ -936,7 +939,7 @@ def convert_body(
         for value in frees.get(position, ()):
             root = byte_root.get(value)
             if root is not None:
-                free_bytes.append((sizes[root], root))
+                free_bytes.append(root)
             else:
                 pool.setdefault(buffers[value].type, []).append(buffers[value])
         for root in root_frees.get(position, ()):
