@@ -17,6 +17,9 @@ onnxruntime's loaded medians, byoc's loaded median over its loaded minimum
 unloaded one. Every model's output is checked against onnxruntime's (within
 `--rtol` of the output's largest magnitude) before it is timed.
 
+A model's unloaded rows are measured at every thread count before its loaded
+ones, and the loaded ones end with a rest of `SETTLE` seconds.
+
 Each contender's round starts after a pause: onnxruntime's workers spin for
 about 40 ms of CPU after its last call (`session.intra_op.allow_spinning`), and
 without the pause they take the second core from the next round's byoc (its
@@ -65,6 +68,8 @@ ROUNDS = 5
 PAUSE = 0.1
 """Seconds between two contenders' rounds: onnxruntime's workers stop spinning
 about 40 ms of CPU after its last call; libbyoc's after 400 us."""
+SETTLE = 2.0
+"""Seconds of rest after the busy process is killed."""
 
 
 # --- Models ---------------------------------------------------------------------------
@@ -226,6 +231,7 @@ class BusyProcess:
     def __exit__(self, *exc: object) -> None:
         self.process.kill()
         self.process.wait()
+        time.sleep(SETTLE)
 
 
 def runs_for(seconds_per_call: float, runs: int) -> int:
@@ -308,31 +314,43 @@ def main() -> None:
             print(f"{name:13} byoc cannot compile: {str(err).splitlines()[0][:150]}")
             continue
         print(f"{name:13} compiled in {time.perf_counter() - started:.1f} s", flush=True)
+        lines: dict[int, str] = {}
+        verdicts: dict[int, str] = {}
+        rows: dict[int, tuple[dict[str, Callable[[], object]], int, float, float]] = {}
+        # Unloaded rows at every thread count before any loaded one: measured
+        # right after a loaded 1-thread row, an unloaded 2-thread row ran both
+        # contenders at about 1-thread speed in two sessions' quiet runs
+        # (SqueezeNet 6.8-7.1 ms against 3.96-4.32 in a rerun).
         for n in threads:
             set_byoc_threads(n)
             ort_run = ort_runner(proto, n)
             want = ort_run(*feeds)
             ok, worst = check(model(*feeds), want, args.rtol)
-            verdict = f"ok ({worst:.1e})" if ok else f"MISMATCH ({worst:.1e})"
-            contenders = {"byoc": lambda: model(*feeds), "ort": lambda: ort_run(*feeds)}
+            verdicts[n] = f"ok ({worst:.1e})" if ok else f"MISMATCH ({worst:.1e})"
+            contenders = {"byoc": lambda: model(*feeds), "ort": lambda ort_run=ort_run: ort_run(*feeds)}
             start = time.perf_counter()
             model(*feeds)
             runs = runs_for(time.perf_counter() - start, args.runs)
             times = take_turns(contenders, runs)
             b_med, b_min = statistics.median(times["byoc"]), min(times["byoc"])
             o_med, o_min = statistics.median(times["ort"]), min(times["ort"])
-            ratio = b_med / o_med
-            line = f"{name:13} {n:3d} {fmt(b_med)} {fmt(b_min)} {fmt(o_med)} {fmt(o_min)} {ratio:6.2f}"
-            if not args.no_load:
-                with BusyProcess():
-                    loaded = take_turns(contenders, runs)
-                lb, lo = statistics.median(loaded["byoc"]), statistics.median(loaded["ort"])
-                lb_min = min(loaded["byoc"])
-                line += (f" | {fmt(lb):>11} {fmt(lb_min)} {fmt(lo)} {lb / lb_min:6.2f} {lb / b_min:7.2f} "
-                         f"{lb / lo:6.2f} {(lb / lo) / ratio:10.2f}")
-            print(f"{line}  {verdict}", flush=True)
-            if args.pool:
-                print(f"{'':17} {pool_counts(contenders['byoc'], max(ROUNDS, runs // 2))}", flush=True)
+            rows[n] = (contenders, runs, b_min, b_med / o_med)
+            lines[n] = f"{name:13} {n:3d} {fmt(b_med)} {fmt(b_min)} {fmt(o_med)} {fmt(o_min)} {b_med / o_med:6.2f}"
+            if args.no_load:
+                print(f"{lines[n]}  {verdicts[n]}", flush=True)
+        for n in threads if not args.no_load else ():
+            set_byoc_threads(n)
+            contenders, runs, b_min, ratio = rows[n]
+            with BusyProcess():
+                loaded = take_turns(contenders, runs)
+            lb, lo = statistics.median(loaded["byoc"]), statistics.median(loaded["ort"])
+            lb_min = min(loaded["byoc"])
+            print(f"{lines[n]} | {fmt(lb):>11} {fmt(lb_min)} {fmt(lo)} {lb / lb_min:6.2f} {lb / b_min:7.2f} "
+                  f"{lb / lo:6.2f} {(lb / lo) / ratio:10.2f}  {verdicts[n]}", flush=True)
+        if args.pool:
+            for n in threads:
+                set_byoc_threads(n)
+                print(f"{name:13} {n:3d} {pool_counts(rows[n][0]['byoc'], max(ROUNDS, rows[n][1] // 2))}", flush=True)
         if args.profile:
             print(f"\n{name}, byoc's profile ({threads[-1]} threads):")
             model.profile(*feeds)
