@@ -31,6 +31,7 @@ from pathlib import Path
 
 from byoc.frontend.diagnostics import ByocError
 from byoc.runtime.compiled import CompiledModule, TensorSpec
+from byoc.runtime.jit import host_object_name
 from byoc.runtime.toolchain import DEFAULT_FLAGS, compiler, with_openmp
 from byoc.targets.c import c_identifier
 
@@ -298,8 +299,10 @@ def export_library(
     vendor = _vendor_libraries(model)
     with tempfile.TemporaryDirectory(prefix="byoc-aot-") as tmp:
         work = Path(tmp)
-        inputs = [work / "host.o"]
-        inputs[0].write_bytes(model.host.emit_object())
+        inputs = []
+        for k, obj in enumerate(model.host.emit_objects()):
+            inputs.append(work / host_object_name(k))
+            inputs[-1].write_bytes(obj)
         (work / f"{name}.h").write_text(header(model, name, vendor, weights))
         (work / "wrapper.c").write_text(wrapper(model, name, weights))
         inputs.append(work / "wrapper.c")

@@ -70,8 +70,8 @@ class HostCode(Protocol):
         """A cffi function pointer to `name`."""
         ...
 
-    def emit_object(self) -> bytes:
-        """The code as a relocatable object file."""
+    def emit_objects(self) -> list[bytes]:
+        """The code as relocatable object files (the first defines the globals)."""
         ...
 
     def bind_pointer(self, name: str, address: int) -> None:

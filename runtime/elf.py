@@ -181,6 +181,10 @@ class RelocatableObject:
         """The names of the global symbols the object needs from elsewhere."""
         return [name for name, info, shndx, _, _ in self.symbols if shndx == SHN_UNDEF and name and info >> 4]
 
+    def defined(self) -> list[str]:
+        """The names of the global symbols the object defines."""
+        return [name for name, info, shndx, _, _ in self.symbols if shndx != SHN_UNDEF and name and info >> 4]
+
     def symbol_bytes(self, name: str) -> bytes | None:
         """The bytes a defined data symbol covers, or None if there is none."""
         for symbol, _, shndx, value, size in self.symbols:

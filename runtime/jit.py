@@ -16,10 +16,11 @@ generated once, as a relocatable object, which MCJIT links in memory
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 from os import PathLike
 
 import cffi
@@ -242,7 +243,7 @@ def bind_symbols(libraries: Sequence[str], names: Sequence[str]) -> None:
 
 
 class LoadedHost:
-    """Host code from a relocatable object, linked in memory by an MCJIT engine
+    """Host code from relocatable objects, linked in memory by an MCJIT engine
     (no compiling): what `JitModule` produces and what `byoc.load` reads back.
 
     Function pointers are valid while this object is alive: it owns the engine
@@ -251,21 +252,21 @@ class LoadedHost:
 
     def __init__(
         self,
-        obj: bytes,
+        objects: Sequence[bytes],
         libraries: Sequence[str | PathLike[str]] = (),
         symbols: Sequence[str] = (),
         needed: Sequence[str] = (),
     ):
-        """Link `obj` after loading `libraries`; every name in `symbols` must
-        then resolve (MCJIT would bind a missing one to address 0), and so
-        must every name in `needed` (the object's undefined symbols, libc's
-        included) once the engine exists."""
+        """Link `objects` (with each other) after loading `libraries`; every
+        name in `symbols` must then resolve (MCJIT would bind a missing one to
+        address 0), and so must every name in `needed` (what the objects need
+        and none of them defines, libc's included) once the engine exists."""
         self.shared_libraries = load_libraries(libraries)
         bind_symbols(self.shared_libraries, [*symbols, *needed, *self._declared()])
         for symbol in symbols:
             if llvm.address_of_symbol(symbol) is None:
                 raise ByocError(f"error: no loaded shared object defines '{symbol}'")
-        self._object = obj
+        self._objects = list(objects)
         # Creating the engine also makes the process's own symbols (libc) visible.
         self._engine = llvm.create_mcjit_compiler(
             llvm.parse_assembly(""), host_target_machine(jit=True)
@@ -277,7 +278,8 @@ class LoadedHost:
                 )
         self._before_linking()
         try:
-            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            for obj in self._objects:
+                self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self._engine.finalize_object()
         except RuntimeError as err:
             raise ByocError(f"error: cannot load the host code: {err}") from None
@@ -317,20 +319,34 @@ class LoadedHost:
             raise ByocError(f"error: the host code has no variable '{name}'")
         ffi.cast("uintptr_t*", variable)[0] = address
 
-    def emit_object(self) -> bytes:
-        """The relocatable object this code was linked from."""
-        return self._object
+    def emit_objects(self) -> list[bytes]:
+        """The relocatable objects this code was linked from (the first defines
+        the global variables)."""
+        return self._objects
+
+
+def host_object_name(k: int) -> str:
+    """The file name of a host's `k`-th object (saved models, exported libraries)."""
+    return "host.o" if k == 0 else f"host.{k}.o"
 
 
 @dataclass
 class HostObject:
-    """LLVM IR compiled (O3, for this CPU) into a relocatable object, not yet linked."""
+    """LLVM IR compiled (O3, for this CPU) into relocatable objects, not yet
+    linked: one, or one per share of a module compiled in parallel (see
+    `compile_in_parallel`), the first defining every global variable."""
 
-    object: bytes
-    module: llvm.ModuleRef
-    """The optimised module (for `llvm_ir`)."""
+    objects: list[bytes]
     defined: set[str]
-    """The functions it defines."""
+    """The functions the objects define."""
+    declared: list[str]
+    """The functions they call and none of them defines."""
+    _text: Callable[[], str]
+
+    @property
+    def llvm_ir(self) -> str:
+        """The optimised LLVM IR, as one module (for debugging)."""
+        return self._text()
 
 
 def compile_llvm_ir(llvm_ir: str, companions: Sequence[str] = ()) -> HostObject:
@@ -344,26 +360,28 @@ def compile_llvm_ir(llvm_ir: str, companions: Sequence[str] = ()) -> HostObject:
     target_machine = host_target_machine(jit=False)
     optimise(module, target_machine)
     defined = {f.name for f in module.functions if not f.is_declaration}
-    return HostObject(target_machine.emit_object(module), module, defined)
+    declared = [f.name for f in module.functions if f.is_declaration]
+    return HostObject([target_machine.emit_object(module)], defined, declared, lambda: str(module))
 
 
 def compile_in_parallel(
     llvm_module: ir.Module, companions: Sequence[str] = (), shares: int | None = None
 ) -> HostObject:
-    """`compile_llvm_ir(str(llvm_module), companions)`, LLVM's optimiser running
-    on several cores (`shares` threads, by default one per core when the module
-    is large).
+    """`compile_llvm_ir(str(llvm_module), companions)`, LLVM running on several
+    cores (`shares` threads, by default one per core when the module is large).
 
-    LLVM optimises one function at a time, and llvmlite lets one thread into
-    LLVM at a time (a process-wide lock). So the functions are dealt into
-    `shares` (balanced by size), each printed as a module of its own, where
-    the other shares' functions are only declared and every global is
-    defined (available_externally, but in the first share: LLVM may still
-    read a constant's value); threads parse and optimise the shares in LLVM
-    contexts of their own, outside llvmlite's lock; the optimised modules are
-    linked and emitted as one object, with the linkage each symbol had.
-    Functions without `noinline` (small helpers LLVM should inline) stay
-    defined, available_externally, wherever they are not owned.
+    LLVM optimises and generates code one function at a time, and llvmlite
+    lets one thread into LLVM at a time (a process-wide lock). So the
+    functions are dealt into `shares` (balanced by size), each printed as a
+    module of its own, where the other shares' functions are only declared
+    and every global is defined (available_externally, but in the first
+    share: LLVM may still read a constant's value); threads parse, optimise
+    and emit the shares as objects, in LLVM contexts of their own, outside
+    llvmlite's lock. The objects are linked together when loaded: what was
+    internal is hidden instead (callable from the other objects, not
+    exported from a library). Functions without `noinline` (small helpers
+    LLVM should inline) stay defined, available_externally, wherever they
+    are not owned.
     """
     if companions:  # linked before optimising (the profiler's timers inline)
         return compile_llvm_ir(str(llvm_module), companions)
@@ -374,28 +392,26 @@ def compile_in_parallel(
         return compile_llvm_ir(str(llvm_module), companions)
     owner = _deal(functions, sizes, count)
     texts = [_share_text(llvm_module, owner, k) for k in range(count)]
+    linkages = {f.name: f.linkage for f in llvm_module.functions}
+    linkages.update({g.name: g.linkage for g in llvm_module.global_values if isinstance(g, ir.GlobalVariable)})
+    local = {name for name, linkage in linkages.items() if linkage in ("internal", "private")}
     initialise_llvm()
     with ThreadPoolExecutor(count - 1, thread_name_prefix="byoc-llvm") as pool:
         others = [pool.submit(_optimise_share, text) for text in texts[1:]]
-        bitcodes = [_optimise_share(texts[0])] + [f.result() for f in others]
-    module = llvm.parse_bitcode(bitcodes[0])
-    for bitcode in bitcodes[1:]:
-        module.link_in(llvm.parse_bitcode(bitcode))
-    linkages = {f.name: f.linkage for f in llvm_module.functions}
-    linkages.update({g.name: g.linkage for g in llvm_module.global_values if isinstance(g, ir.GlobalVariable)})
-    for value in (*module.functions, *module.global_variables):
-        linkage = linkages.get(value.name)
-        if linkage in ("internal", "private") and not value.is_declaration:
-            value.linkage = linkage
-    target_machine = host_target_machine(jit=False)
-    # Internal again, what the shares inlined everywhere goes.
-    cleanup = llvm.create_new_module_pass_manager()
-    cleanup.add_global_dead_code_eliminate_pass()
-    cleanup.run(module, llvm.create_pass_builder(target_machine, llvm.create_pipeline_tuning_options()))
-    module.triple = target_machine.triple
-    module.data_layout = str(target_machine.target_data)
-    defined = {f.name for f in module.functions if not f.is_declaration}
-    return HostObject(target_machine.emit_object(module), module, defined)
+        compiled = [_optimise_share(texts[0])] + [f.result() for f in others]
+        for k, share in enumerate(compiled):
+            # Local again where no other share names it (GlobalDCE then drops
+            # what was inlined everywhere).
+            borrowed = set().union(*(other.borrowed for j, other in enumerate(compiled) if j != k))
+            for value in (*share.module.functions, *share.module.global_variables):
+                if value.name in share.owned and value.name in local and value.name not in borrowed:
+                    value.linkage = linkages[value.name]
+        objects = [pool.submit(_emit_share, share, local) for share in compiled[1:]]
+        objects = [_emit_share(compiled[0], local)] + [f.result() for f in objects]
+    defined = set().union(*(share.owned for share in compiled)) & {f.name for f in llvm_module.functions}
+    declared = sorted(set().union(*(share.declared for share in compiled)) - defined)
+    bitcodes = [share.module.as_bitcode() for share in compiled]
+    return HostObject(objects, defined, declared, lambda: _linked_text(bitcodes, linkages))
 
 
 PARALLEL_MIN_INSTRUCTIONS = 20000
@@ -453,8 +469,23 @@ def _share_text(llvm_module: ir.Module, owner: dict[str, int], share: int) -> st
             value._clear_string_cache()
 
 
-def _optimise_share(text: str) -> bytes:
-    """Parse and optimise one share in an LLVM context of its own; its bitcode.
+@dataclass
+class _Share:
+    """One share of a module compiled in parallel, optimised in its own context."""
+
+    context: Any
+    module: llvm.ModuleRef
+    target_machine: llvm.TargetMachine
+    owned: set[str]
+    """The functions and variables it defines for the objects (not available_externally)."""
+    declared: set[str]
+    """The functions it still calls without defining them."""
+    borrowed: set[str]
+    """The functions and variables it still names and another share owns."""
+
+
+def _optimise_share(text: str) -> _Share:
+    """Parse and optimise one share in an LLVM context of its own.
 
     The optimiser runs outside llvmlite's lock (its own context and target
     machine: LLVM allows that on several threads at once); everything else
@@ -471,21 +502,77 @@ def _optimise_share(text: str) -> bytes:
     manager = passes.getModulePassManager()
     # llvmlite's raw library: the same functions without its process-wide lock.
     # A private attribute, so an llvmlite without it takes the locked entry
-    # point (the shares then take turns in LLVM: slower, never wrong).
-    unlocked = getattr(getattr(llvm.ffi.lib, "_lib", None), "LLVMPY_RunNewModulePassManager", None)
+    # points (the shares then take turns in LLVM: slower, never wrong).
+    unlocked = getattr(_raw_llvmlite(), "LLVMPY_RunNewModulePassManager", None)
     if unlocked is None:
         manager.run(module, passes)
     else:
         unlocked(manager, module, passes)
-    return module.as_bitcode()
+    owned = {
+        value.name
+        for value in (*module.functions, *module.global_variables)
+        if not value.is_declaration and value.linkage != llvm.Linkage.available_externally
+    }
+    declared = {f.name for f in module.functions if f.is_declaration}
+    named = {value.name for value in (*module.functions, *module.global_variables)}
+    return _Share(context, module, target_machine, owned, declared, named - owned)
+
+
+def _emit_share(share: _Share, local: set[str]) -> bytes:
+    """The object of an optimised share. Its symbols that were internal or
+    private in the whole module (`local`) and are still external are hidden:
+    linked with the other shares' objects, not exported from a library.
+    (Those no other share calls are internal again: GlobalDCE drops them
+    where nothing here calls them either, i.e. inlined everywhere.)"""
+    for value in (*share.module.functions, *share.module.global_variables):
+        if value.name in share.owned and value.name in local and value.linkage == llvm.Linkage.external:
+            value.visibility = "hidden"
+    cleanup = llvm.create_new_module_pass_manager()
+    cleanup.add_global_dead_code_eliminate_pass()
+    cleanup.run(share.module, llvm.create_pass_builder(share.target_machine, llvm.create_pipeline_tuning_options()))
+    return _emit_object(share.target_machine, share.module)
+
+
+def _raw_llvmlite() -> Any:
+    """llvmlite's library without its lock (None if this llvmlite has none)."""
+    return getattr(llvm.ffi.lib, "_lib", None)
+
+
+def _emit_object(target_machine: llvm.TargetMachine, module: llvm.ModuleRef) -> bytes:
+    """`target_machine.emit_object(module)`, outside llvmlite's lock where it can."""
+    emit = getattr(_raw_llvmlite(), "LLVMPY_TargetMachineEmitToMemory", None)
+    if emit is None:
+        return target_machine.emit_object(module)
+    with llvm.ffi.OutputString() as error:
+        buffer = emit(target_machine, module, 1, error)
+        if not buffer:
+            raise ByocError(f"error: LLVM cannot generate the host code: {error}")
+    try:
+        start = llvm.ffi.lib.LLVMPY_GetBufferStart(buffer)
+        return ffi.buffer(ffi.cast("char *", start), llvm.ffi.lib.LLVMPY_GetBufferSize(buffer))[:]
+    finally:
+        llvm.ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
+
+
+def _linked_text(bitcodes: list[bytes], linkages: dict[str, str]) -> str:
+    """The shares' optimised modules linked into one, with the linkage each
+    symbol had (what `llvm_ir` shows of a module compiled in parallel)."""
+    module = llvm.parse_bitcode(bitcodes[0])
+    for bitcode in bitcodes[1:]:
+        module.link_in(llvm.parse_bitcode(bitcode))
+    for value in (*module.functions, *module.global_variables):
+        linkage = linkages.get(value.name)
+        if linkage in ("internal", "private") and not value.is_declaration:
+            value.linkage = linkage
+    return str(module)
 
 
 class JitModule(LoadedHost):
     """LLVM IR compiled for this CPU (O3) into an object, linked in memory.
 
-    Compiling to a relocatable object and linking that (rather than JIT-compiling
+    Compiling to relocatable objects and linking those (rather than JIT-compiling
     the module) means the code is generated once, whether it is then only run
-    or also saved: the object is what `emit_object` returns.
+    or also saved: the objects are what `emit_objects` returns.
     """
 
     def __init__(
@@ -496,9 +583,9 @@ class JitModule(LoadedHost):
         """Compile LLVM IR text (or take it compiled), load the shared objects it
         calls, and link it."""
         compiled = code if isinstance(code, HostObject) else compile_llvm_ir(code)
-        self._module = compiled.module  # printed only on demand
+        self._compiled = compiled  # its IR printed only on demand
         self._defined = compiled.defined
-        super().__init__(compiled.object, shared_libraries)
+        super().__init__(compiled.objects, shared_libraries)
 
     @classmethod
     def from_llvm_dialect(
@@ -508,20 +595,11 @@ class JitModule(LoadedHost):
         return cls(translate_to_llvm_ir(module), shared_libraries)
 
     def _declared(self) -> list[str]:
-        return [
-            function.name
-            for function in self._module.functions
-            if function.is_declaration and not function.name.startswith("llvm.")
-        ]
+        return [name for name in self._compiled.declared if not name.startswith("llvm.")]
 
     def _before_linking(self) -> None:
-        for function in self._module.functions:
-            name = function.name
-            if (
-                function.is_declaration
-                and not name.startswith("llvm.")
-                and llvm.address_of_symbol(name) is None
-            ):
+        for name in self._declared():
+            if llvm.address_of_symbol(name) is None:
                 libraries = ", ".join(self.shared_libraries) or "none"
                 raise ByocError(
                     f"error: the host code calls '{name}', which no loaded shared "
@@ -531,7 +609,7 @@ class JitModule(LoadedHost):
     @property
     def llvm_ir(self) -> str:
         """The optimised LLVM IR, as compiled (for debugging)."""
-        return str(self._module)
+        return self._compiled.llvm_ir
 
     def address(self, name: str) -> int:
         """Address of the compiled function `name`."""

@@ -5,7 +5,9 @@ The file is a zip archive (docs/architecture.md, "Saved models"):
     manifest.json     format, byoc version, CPU, inputs/outputs, artifacts, the
                       weights blob (symbol, size, checksum), and the SHA-256
                       of every other member
-    host.o            the host code as a relocatable object (llvmlite, PIC)
+    host.o            the host code as a relocatable object (llvmlite, PIC),
+    host.<k>.o        and its other objects when it was compiled in parallel
+                      (`host_objects` in the manifest lists them in order)
     lib/<n>.so        each backend's shared objects
     src/<name>        each backend's generated sources (for people)
     partitioned.mlir  the partitioned relay IR, weights elided (for people)
@@ -57,13 +59,13 @@ from byoc.backends.errors import Fallback, run_backend_code
 from byoc.backends.spec import Artifact
 from byoc.frontend.diagnostics import ByocError
 from byoc.runtime.compiled import CompiledModule, TensorSpec
-from byoc.runtime.jit import LoadedHost
+from byoc.runtime.jit import LoadedHost, host_object_name
 from byoc.runtime.elf import RelocatableObject, check_shared_object
 from byoc.runtime.signature import check_manifest, read_signature, signature_name
 from byoc.runtime.weights import Blob, Weights
 
 FORMAT = "byoc-compiled-model"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 WEIGHTS_MEMBER = "weights.bin"
 
@@ -109,7 +111,8 @@ def save(model: CompiledModule, path: str | PathLike[str], blob: Blob | None = N
     """
     if blob is None and model.weights is not None:
         blob = model.weights.blob()
-    members: dict[str, bytes] = {"host.o": model.host.emit_object()}
+    objects = model.host.emit_objects()
+    members: dict[str, bytes] = {host_object_name(k): obj for k, obj in enumerate(objects)}
     artifacts = []
     for i, artifact in enumerate(model.artifacts):
         runtime = bool(artifact.keepalive)
@@ -148,6 +151,7 @@ def save(model: CompiledModule, path: str | PathLike[str], blob: Blob | None = N
         "byoc_version": byoc_version(),
         "host": host_cpu(),
         "entry": model.entry_name,
+        "host_objects": [host_object_name(k) for k in range(len(objects))],
         "inputs": [_spec_json(s) for s in model.inputs],
         "outputs": [_spec_json(s) for s in model.outputs],
         "artifacts": artifacts,
@@ -170,7 +174,7 @@ def save(model: CompiledModule, path: str | PathLike[str], blob: Blob | None = N
             zf.writestr("manifest.json", json.dumps(manifest, indent=1))
             for name, data in members.items():
                 # Code barely compresses; deflating it costs seconds.
-                binary = name == "host.o" or name.endswith(".so")
+                binary = name.endswith((".o", ".so"))
                 zf.writestr(name, data, zipfile.ZIP_STORED if binary else zipfile.ZIP_DEFLATED)
             if blob is not None:
                 _write_aligned(zf, WEIGHTS_MEMBER, blob)
@@ -430,14 +434,22 @@ def _unpack_library(data: bytes) -> Path:
     return target
 
 
-def _host_object(data: bytes, where: str) -> RelocatableObject:
-    """The host object, its structure checked before LLVM's linker sees it."""
+def _host_object_names(manifest: dict[str, Any], where: str) -> list[str]:
+    """The members holding the host's objects, in order: `host.o`, `host.1.o`, ..."""
+    names = manifest.get("host_objects")
+    if not isinstance(names, list) or not names or names != [host_object_name(k) for k in range(len(names))]:
+        raise ByocError(f"{where}: malformed manifest: host_objects is {names!r}")
+    return names
+
+
+def _host_object(data: bytes, name: str, where: str) -> RelocatableObject:
+    """A host object, its structure checked before LLVM's linker sees it."""
     import platform
 
     try:
         return RelocatableObject(data, platform.machine())
     except (ValueError, struct.error, IndexError) as err:
-        raise ByocError(f"{where}: corrupted: host.o is not a valid object ({err})") from None
+        raise ByocError(f"{where}: corrupted: {name} is not a valid object ({err})") from None
 
 
 def _shared_object(data: bytes, name: str, where: str) -> bytes:
@@ -474,9 +486,9 @@ def load(path: str | PathLike[str]) -> CompiledModule:
         # Nothing runs before the code's own signature agrees with the manifest:
         # loading a library runs its constructors, linking trusts the object.
         entry_name = str(manifest["entry"])
-        host_object = _host_object(members["host.o"], where)
+        host_objects = [_host_object(members[name], name, where) for name in _host_object_names(manifest, where)]
         try:
-            signature = read_signature(host_object.symbol_bytes(signature_name(entry_name)), entry_name)
+            signature = read_signature(host_objects[0].symbol_bytes(signature_name(entry_name)), entry_name)
         except (ValueError, UnicodeDecodeError) as err:
             raise ByocError(f"{where}: the manifest does not match the host code: {err}") from None
         check_manifest(signature, manifest, members["partitioned.mlir"], where)
@@ -506,7 +518,9 @@ def load(path: str | PathLike[str]) -> CompiledModule:
                 run_backend_code(backend, "load", str(path), backend.load, artifact)
             artifacts.append(artifact)
         symbols = [s for a in artifacts for s in a.symbols]
-        host = LoadedHost(members["host.o"], libraries, symbols, host_object.undefined())
+        defined = {name for o in host_objects for name in o.defined()}
+        needed = sorted({name for o in host_objects for name in o.undefined()} - defined)
+        host = LoadedHost([o.data for o in host_objects], libraries, symbols, needed)
         if weights is None and host.has_variable(entry_name.removesuffix("entry") + "weights"):
             raise ByocError(
                 f"{path}: error: malformed manifest: the host code reads weights "

@@ -139,9 +139,31 @@ def test_host_parts_optimised_on_several_threads_match(shares, monkeypatch, tmp_
     parts = [line for line in ir.splitlines() if line.startswith("define") and "_part" in line]
     assert len(parts) > shares and all(line.startswith("define internal") for line in parts)
     assert len(parts) == len(set(parts))
+    assert len(model.host.emit_objects()) == shares  # emitted on the threads too
     model.save(tmp_path / "model.byoc")
     loaded = byoc.load(tmp_path / "model.byoc")
     for g, w in zip(loaded(*inputs()), want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    check_exported_library(model, want, tmp_path)
+
+
+def check_exported_library(model, want, tmp_path):
+    """`model` exported ahead of time computes `want` from `inputs()`, and its
+    library exports the entry points, none of the host's own functions (linked
+    from several objects, they are hidden)."""
+    import cffi
+
+    from byoc.runtime.aot import export_library
+
+    library, _ = export_library(model, tmp_path / "libnet.so", "net")
+    symbols = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True, check=True)
+    assert "net_run" in symbols.stdout and "_part" not in symbols.stdout
+    ffi = cffi.FFI()
+    args = [np.ascontiguousarray(x) for x in inputs()] + [np.zeros_like(w) for w in want]
+    ffi.cdef(f"int32_t net_run({', '.join(['float*'] * len(args))});")
+    lib = ffi.dlopen(str(library))
+    assert lib.net_run(*[ffi.cast("float*", ffi.from_buffer(a)) for a in args]) == 0
+    for g, w in zip(args[len(args) - len(want):], want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 

@@ -645,7 +645,7 @@ def test_artifact_reloads_from_its_sources():
     ort_backend.load_artifact(stored)
     assert len(stored.keepalive) == 1
     assert stored.keepalive[0].address != artifact.keepalive[0].address
-    host = LoadedHost(model.host.emit_object(), [], stored.symbols)
+    host = LoadedHost(model.host.emit_objects(), [], stored.symbols)
     loaded = CompiledModule(
         host, model.entry_name, model.inputs, model.outputs, [stored], model.partitioned_ir
     )
