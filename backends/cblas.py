@@ -421,11 +421,12 @@ KERNEL_CHECKS = {
 
 EPILOGUE_OPS = (
     relay.BiasAddOp.name, relay.ReluOp.name, relay.AddOp.name, relay.ClipOp.name,
-    relay.GeluOp.name,
+    relay.GeluOp.name, relay.SoftmaxOp.name,
 )
 """Elementwise ops applied to a product's output in the same pass (composites only;
 a residual `add` and `clip` only after a conv2d or dense with a constant weight,
-`gelu` only after such a dense)."""
+`gelu` only after such a dense), and softmax along the rows of a batch matmul's
+output (attention's scores), by libbyoc's byoc_rt_softmax on each batch."""
 
 
 def fused_check(ops: Sequence[Operation]) -> str | None:
@@ -490,6 +491,18 @@ def packed_dense_check(ops: Sequence[Operation]) -> str | None:
     return None
 
 
+def batch_matmul_softmax_check(ops: Sequence[Operation]) -> str | None:
+    """Attention's scores and their softmax: the softmax along the last axis
+    (the rows of each product), run on each product's rows after it."""
+    if reason := fused_check(ops):
+        return reason
+    softmax = ops[1]
+    rank = len(_shape(softmax.results[0]))
+    if relay.normalize_axis(softmax.attrs()["axis"], rank, softmax.name) != rank - 1:
+        return "the softmax is not along the last axis"
+    return None
+
+
 def _composites() -> tuple[Composite, ...]:
     bias, relu, add, clip, gelu = (
         relay.BiasAddOp.name, relay.ReluOp.name, relay.AddOp.name, relay.ClipOp.name,
@@ -532,6 +545,13 @@ def _composites() -> tuple[Composite, ...]:
         ("gelu", (gelu,)),
     ):
         patterns.append(Composite(f"dense_{suffix}", (root, *tail), packed_dense_check, (add,)))
+    patterns.append(
+        Composite(
+            "batch_matmul_softmax",
+            (relay.BatchMatmulOp.name, relay.SoftmaxOp.name),
+            batch_matmul_softmax_check,
+        )
+    )
     return tuple(patterns)
 
 
@@ -541,8 +561,11 @@ COMPOSITES = _composites()
 (`conv2d_bias_add_relu`, ...), a channel shuffle read by a depthwise conv2d
 with any of those epilogues (`shuffle_conv2d`, `shuffle_conv2d_bias`, ...:
 ShuffleNet's reshape, transpose and reshape each cost a copy on ccompiler),
-and dense followed by a bias and gelu or a residual add (`dense_bias_gelu`,
-`dense_bias_add`, ...), computed in the pass that writes the output."""
+dense followed by a bias and gelu or a residual add (`dense_bias_gelu`,
+`dense_bias_add`, ...), computed in the pass that writes the output, and a
+batch matmul followed by a softmax along its rows (`batch_matmul_softmax`:
+attention's scores, each product's rows normalised by the thread that
+computed them, in its cache)."""
 
 
 # ---------------------------------------------------------------------------
@@ -567,13 +590,15 @@ class Epilogue:
     residual: SSAValue | None = None
     clip: tuple[float, float] | None = None
     gelu: bool = False
+    softmax: bool = False
+    """Along the rows of a batch_matmul's output (nothing else before it)."""
 
     def __bool__(self) -> bool:
         return self.bias is not None or self.residual is not None or self.activated
 
     @property
     def activated(self) -> bool:
-        return self.relu or self.clip is not None or self.gelu
+        return self.relu or self.clip is not None or self.gelu or self.softmax
 
 
 @dataclass
@@ -627,6 +652,10 @@ def _can_fuse(step: Step, op: Operation, uses: int, returned: bool, defined_befo
     if uses != 1 or returned:
         return False  # someone needs the value before the epilogue
     ep = step.epilogue
+    if isinstance(op, relay.SoftmaxOp):
+        rank = len(_shape(op.results[0]))
+        along_rows = relay.normalize_axis(op.attrs()["axis"], rank, op.name) == rank - 1
+        return isinstance(step.op, relay.BatchMatmulOp) and not ep and along_rows
     if op.name == relay.ReluOp.name:
         return not ep.activated
     dense = isinstance(step.op, relay.DensePackedOp)
@@ -690,7 +719,8 @@ def plan_steps(function: func.FuncOp) -> list[Step]:
             if op.name not in (relay.BiasAddOp.name, relay.ReluOp.name):
                 raise CodegenError(
                     f"error: cblas computes '{op.name}' only in the epilogue of a "
-                    f"conv2d_packed or dense_packed (@{function.sym_name.data})"
+                    f"conv2d_packed or dense_packed, or softmax right after a "
+                    f"batch_matmul (@{function.sym_name.data})"
                 )
             step = Step(op, op.results[0], _add_epilogue(Epilogue(), op), source=source)
         elif op.name in KERNEL_CHECKS:
@@ -744,6 +774,8 @@ def _check_shuffles(
 def _add_epilogue(epilogue: Epilogue, op: Operation) -> Epilogue:
     if op.name == relay.ReluOp.name:
         epilogue.relu = True
+    elif isinstance(op, relay.SoftmaxOp):
+        epilogue.softmax = True
     elif isinstance(op, relay.GeluOp):
         epilogue.gelu = True
     elif isinstance(op, relay.ClipOp):
@@ -1267,6 +1299,9 @@ class FunctionEmitter:
             done = self._dense(op, out, block)
         elif isinstance(op, relay.MatmulOp):
             done = self._matmul(op, out, block)
+        elif isinstance(op, relay.BatchMatmulOp) and step.epilogue.softmax:
+            self._batch_matmul(op, out, None, softmax=True)
+            return  # each product's rows normalised after it
         elif isinstance(op, relay.BatchMatmulOp):
             done = self._batch_matmul(op, out, block)
         elif isinstance(op, relay.Conv2dOp) and is_depthwise(op):
@@ -1379,21 +1414,27 @@ class FunctionEmitter:
         batch: int = 1,
         strides: tuple[int, int, int] = (0, 0, 0),
         epilogue: BlockEpilogue | None = None,
+        softmax: bool = False,
     ) -> bool:
         """`C = op(A) op(B)`, `batch` times with the given element strides.
 
         With `parallel` and enough work, a batch is a parallel loop, and a single
         product is split into chunks of its longer side, each followed by
         `epilogue` on its block. Returns whether `epilogue` was applied.
+        `softmax`: each product's rows (or chunk's, split by rows) normalised
+        right after it, by the thread that computed them (no `epilogue` then).
         """
         m, n = _size(g.m), _size(g.n)
         assert m is not None and n is not None
+        assert not softmax or (epilogue is None and g.ldc == n)
         if self.parallel and batch * m * n * g.k >= PARALLEL_MIN_WORK:
             if batch >= 2:
                 with self.b.loop(batch, parallel=True) as i:
                     self.blas(g.shifted(i, strides))
+                    if softmax:
+                        self.softmax_rows(g.shifted(i, strides).c, m, n)
                 return False
-            along_columns = n >= m
+            along_columns = n >= m and not softmax
             size = n if along_columns else m
             if size // MIN_CHUNK >= 2:
                 threads = self.threads(size // MIN_CHUNK)
@@ -1404,12 +1445,32 @@ class FunctionEmitter:
                     else:
                         self.blas(g.rows(start, stop))
                         rows, cols = (start, stop), (0, n)
+                        if softmax:
+                            self.softmax_rows(g.rows(start, stop).c, stop - start, n)
                     if epilogue is not None:
                         self.epilogue_block(g.c, g.ldc, rows, cols, epilogue)
                 return epilogue is not None
         with self.b.loop(batch) as i:
             self.blas(g.shifted(i, strides))
+            if softmax:
+                self.softmax_rows(g.shifted(i, strides).c, m, n)
         return False
+
+    def softmax_rows(self, c: Ref, rows: Index, length: int) -> None:
+        """libbyoc's softmax, in place, over `rows` contiguous rows at `c`."""
+        b = self.b
+        self.uses_libbyoc = True
+        pointer = b.pointer(c)
+        args: list[Attribute] = []
+        operands: list[SSAValue] = []
+        if (known := _size(rows)) is not None:
+            args.append(IntegerAttr(known, i64))
+        else:
+            args.append(_operand(len(operands)))
+            operands.append(b.index(rows))
+        args += [IntegerAttr(length, i64), _operand(len(operands)), _operand(len(operands))]
+        operands.append(pointer)
+        b.call("byoc_rt_softmax", operands, args)
 
     def _dense(self, op: relay.DenseOp, out: Ref, epilogue: BlockEpilogue | None) -> bool:
         data, weight = op.operands
@@ -1435,7 +1496,8 @@ class FunctionEmitter:
         return self.gemm(g, batch, (k * m, 0, m * n), epilogue if batch == 1 else None)
 
     def _batch_matmul(
-        self, op: relay.BatchMatmulOp, out: Ref, epilogue: BlockEpilogue | None
+        self, op: relay.BatchMatmulOp, out: Ref, epilogue: BlockEpilogue | None,
+        softmax: bool = False,
     ) -> bool:
         x, y = op.operands
         attrs = op.attrs()
@@ -1446,10 +1508,10 @@ class FunctionEmitter:
         lda, ldb = x_shape[2], y_shape[2]
         if y_shape[0] == 1 and not ta:  # one y for every batch: stack x's rows
             g = Gemm(self.refs[x], self.refs[y], out, False, tb, x_shape[0] * m, n, k, lda, ldb, n)
-            return self.gemm(g, epilogue=epilogue)
+            return self.gemm(g, epilogue=epilogue, softmax=softmax)
         g = Gemm(self.refs[x], self.refs[y], out, ta, tb, m, n, k, lda, ldb, n)
         strides = (m * k if x_shape[0] > 1 else 0, n * k if y_shape[0] > 1 else 0, m * n)
-        return self.gemm(g, batch, strides, epilogue if batch == 1 else None)
+        return self.gemm(g, batch, strides, epilogue if batch == 1 else None, softmax)
 
     def _libbyoc_conv(
         self,

@@ -7,8 +7,11 @@ The pipeline, each step one linear sweep (docs/architecture.md, "Simplification"
 fold constants, remove no-ops, recognise the erf GELU written as five
 elementwise ops (one relay.nn.gelu), collapse reshape/transpose chains, move
 transposes into matrix products' flags, fold batch norms and then per-channel
-multiplications and additions into the conv2d/dense before them, and remove
-the no-ops the folds leave (a scale of 1, a shift of 0).
+multiplications and additions into the conv2d/dense before them, collapse
+the shape chains the folds leave (attention's scaled scores: once the scale
+is folded into the queries, the softmax reads a reshape of the batch matmul
+and a reshape back follows it), and remove the no-ops the folds leave (a
+scale of 1, a shift of 0).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ PIPELINE: tuple[ModulePass, ...] = (
     FoldTransposesPass(),
     FoldBatchNormPass(),
     FoldScaleShiftPass(),
+    SimplifyShapesPass(),
     RemoveNoopsPass(),
 )
 """The passes of byoc-simplify, in order."""

@@ -5,9 +5,15 @@ copied at most once between two computations.
                                                       batch_flatten: all reshapes)
     transpose(transpose(x, b), a) => transpose(x, b∘a)  (nothing if the identity)
     transpose(x, p)             => reshape(x)       when p moves only size-1 axes
+    softmax(reshape(x))         => reshape(softmax(x))  along the last axis, which
+                                                      the reshape keeps (also
+                                                      log_softmax)
 
 A chain that ends where it started (a reshape back to the input's shape)
-disappears. One sweep in program order: each op's source has already been
+disappears: ONNX's MatMul of 4-d attention scores is a reshape to 3-d, a
+batch matmul and a reshape back, its Softmax runs on the 4-d scores and the
+next MatMul reshapes them to 3-d again; the softmax then reads the batch
+matmul's result itself (cblas runs the two together) and both reshapes go. One sweep in program order: each op's source has already been
 collapsed when the op is visited.
 """
 
@@ -60,8 +66,32 @@ def reshaped(source: SSAValue, op: Operation) -> SSAValue:
     return insert_before(relay.ReshapeOp(source, shape_of(result)), op)
 
 
+ROW_OPS = (relay.SoftmaxOp, relay.LogSoftmaxOp)
+"""Ops normalising rows along one axis: along the last one they commute with a
+reshape that keeps it."""
+
+
+def sink_reshape(op: relay.SoftmaxOp | relay.LogSoftmaxOp) -> bool:
+    """`op` along the last axis of a reshape that keeps that axis computed on
+    the reshape's input, the reshape moved after it; whether it was."""
+    source = reshape_source(op.data)
+    if source is op.data:
+        return False
+    shape, before = shape_of(op.data), shape_of(source)
+    last = len(shape) - 1
+    if relay.normalize_axis(op.attrs()["axis"], len(shape), op.name) != last:
+        return False
+    if not before or before[-1] != shape[-1]:
+        return False
+    rows = insert_before(type(op)(source, axis=-1), op)
+    replace_op(op, reshaped(rows, op))
+    return True
+
+
 def simplify_shape_op(op: Operation) -> bool:
     """Collapse `op` with the data-movement op before it; whether it changed."""
+    if isinstance(op, ROW_OPS):
+        return sink_reshape(op)
     if isinstance(op, RESHAPES):
         source = reshape_source(op.operands[0])
         if source is op.operands[0] and source.type != op.results[0].type:
@@ -87,7 +117,7 @@ def simplify_shape_op(op: Operation) -> bool:
 @dataclass(frozen=True)
 class SimplifyShapesPass(SweepPass):
     """Collapses chains of reshapes and of transposes; transposes of size-1
-    axes become reshapes."""
+    axes become reshapes; reshapes move after a softmax along the last axis."""
 
     name = "byoc-simplify-shapes"
 

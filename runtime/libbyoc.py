@@ -48,6 +48,7 @@ SOURCES = (
     "threads.c",
     "depthwise.c",
     "pool2d.c",
+    "softmax.c",
     "conv2d.c",
     "scratch.c",
 )

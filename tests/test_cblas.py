@@ -464,6 +464,70 @@ def test_failed_scratch_allocation_is_an_error_not_a_wrong_answer():
 
 
 # ---------------------------------------------------------------------------
+# batch_matmul + softmax: attention's scores normalised after each product
+# ---------------------------------------------------------------------------
+
+
+def scores_softmax(x, y, ta=False, tb=True, axis=-1) -> ModuleOp:
+    return build(
+        [x, y],
+        lambda e, a, b: e(
+            relay.SoftmaxOp(e(relay.BatchMatmulOp(a, b, transpose_a=ta, transpose_b=tb)), axis=axis)
+        ),
+    )
+
+
+SCORES = [
+    # Rows of 1, of less than a vector, a vector and one more, several with a
+    # masked end; a batch of one (split by rows when large); a shared y (one
+    # stacked product); the transposed flags.
+    ((3, 4, 5), (3, 1, 5), False, True),
+    ((3, 4, 5), (3, 7, 5), False, True),
+    ((2, 5, 8), (2, 16, 8), False, True),
+    ((2, 5, 8), (2, 8, 17), False, False),
+    ((4, 33, 9), (4, 133, 9), False, True),
+    ((3, 6, 5), (3, 6, 40), True, False),
+    ((1, 300, 64), (1, 70, 64), False, True),
+    ((5, 20, 12), (1, 31, 12), False, True),
+    ((12, 128, 64), (12, 128, 64), False, True),
+]
+
+
+@pytest.mark.parametrize("parallel_code", ["1", "0"])
+@pytest.mark.parametrize("x, y, ta, tb", SCORES)
+def test_batch_matmul_softmax_matches_the_reference(monkeypatch, parallel_code, x, y, ta, tb):
+    monkeypatch.setenv("BYOC_PARALLEL", parallel_code)
+    module = scores_softmax(x, y, ta, tb)
+    model = byoc.compile(module, targets=["cblas"])
+    on_cblas(model, "relay.nn.batch_matmul", "relay.nn.softmax")
+    assert "byoc_rt_softmax(" in model.c_source
+    args = inputs(module)
+    for scale in (1.0, 40.0):  # 40: most exponentials underflow to 0
+        scaled = [args[0] * np.float32(scale), args[1]]
+        (want,) = byoc.run_reference(module, scaled)
+        np.testing.assert_allclose(model(*scaled), want, rtol=RTOL, atol=ATOL)
+
+
+def test_batch_matmul_softmax_normalises_each_product_in_its_task(parallel):
+    source = check(scores_softmax((4, 64, 96), (4, 80, 96))).c_source
+    # In the parallel loop's task: the product, then its 64 rows of 80.
+    task = source[source.index("scipy_cblas_sgemm("):]
+    assert re.search(r"byoc_rt_softmax\(64, 80, ([^,]+), \1\);", task)
+    assert source.count(POOL) == 1
+
+
+def test_softmax_along_another_axis_stays_on_the_host():
+    module = scores_softmax((2, 6, 5), (2, 7, 5), axis=1)
+    why = reasons(module, ["cblas"])
+    assert why["relay.nn.softmax"][0] == (
+        "cblas: pattern batch_matmul_softmax declined: the softmax is not along the last axis"
+    )
+    model = check(module)
+    assert "relay.nn.softmax" in host_ir(model)
+    assert "byoc_rt_softmax" not in model.c_source
+
+
+# ---------------------------------------------------------------------------
 # What cblas declines, and why
 # ---------------------------------------------------------------------------
 

@@ -164,6 +164,13 @@ typedef struct byoc_rt_product {
 int32_t byoc_rt_dense(const byoc_rt_product *product, const float *a, const float *weight,
                       const float *bias, const float *residual, float *out);
 
+/* ---- Softmax -----------------------------------------------------------------
+ * out[r, :] = exp(data[r, :] - max) / sum(exp(data[r, :] - max)) for each of
+ * `rows` contiguous rows of `length` float32 (relay.nn.softmax along the last
+ * axis), on the calling thread: a batch matmul's task calls it on the scores
+ * it just computed. `out` may be `data` (in place). Returns BYOC_RT_OK. */
+int32_t byoc_rt_softmax(int64_t rows, int64_t length, const float *data, float *out);
+
 /* ---- int8 products ----------------------------------------------------------
  * tile[r * row_step + u * unit_step] = sum_k data[(first_row + r) * stride + k]
  * * w[u][k] for r < rows, u < units, k < depth: data unsigned bytes, w signed

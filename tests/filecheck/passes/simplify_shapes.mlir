@@ -72,3 +72,41 @@ func.func @kept(%x: tensor<2x3x4xf32>) -> tensor<4x6xf32> {
 // CHECK-NEXT:    relay.transpose %x
 // CHECK-NEXT:    relay.reshape
 // CHECK-NEXT:    relay.transpose
+
+// -----
+
+// A softmax along the last axis of a reshape keeping that axis runs on the
+// reshape's input, the reshape after it: a reshape back then cancels it
+// (attention's scores between two batch matmuls). log_softmax too.
+func.func @softmax_between_reshapes(%x: tensor<6x5x7xf32>) -> (tensor<6x5x7xf32>, tensor<30x7xf32>) {
+  %0 = relay.reshape %x {newshape = array<i64: 2, 3, 5, 7>} : (tensor<6x5x7xf32>) -> tensor<2x3x5x7xf32>
+  %1 = relay.nn.softmax %0 {axis = 3 : i64} : (tensor<2x3x5x7xf32>) -> tensor<2x3x5x7xf32>
+  %2 = relay.reshape %1 {newshape = array<i64: 6, 5, 7>} : (tensor<2x3x5x7xf32>) -> tensor<6x5x7xf32>
+  %3 = relay.reshape %x {newshape = array<i64: 30, 7>} : (tensor<6x5x7xf32>) -> tensor<30x7xf32>
+  %4 = relay.nn.log_softmax %3 : (tensor<30x7xf32>) -> tensor<30x7xf32>
+  func.return %2, %4 : tensor<6x5x7xf32>, tensor<30x7xf32>
+}
+
+// CHECK-LABEL: func.func @softmax_between_reshapes(%x: tensor<6x5x7xf32>) -> (tensor<6x5x7xf32>, tensor<30x7xf32>) {
+// CHECK-NEXT:    %[[S:.*]] = relay.nn.softmax %x : (tensor<6x5x7xf32>) -> tensor<6x5x7xf32>
+// CHECK-NEXT:    %[[L:.*]] = relay.nn.log_softmax %x : (tensor<6x5x7xf32>) -> tensor<6x5x7xf32>
+// CHECK-NEXT:    %[[R:.*]] = relay.reshape %[[L]] {newshape = array<i64: 30, 7>} : (tensor<6x5x7xf32>) -> tensor<30x7xf32>
+// CHECK-NEXT:    func.return %[[S]], %[[R]]
+
+// -----
+
+// Not along the last axis, or a reshape that changes the last axis: kept.
+func.func @softmax_kept(%x: tensor<6x10xf32>) -> (tensor<2x3x10xf32>, tensor<6x2x5xf32>) {
+  %0 = relay.reshape %x {newshape = array<i64: 2, 3, 10>} : (tensor<6x10xf32>) -> tensor<2x3x10xf32>
+  %1 = relay.nn.softmax %0 {axis = 1 : i64} : (tensor<2x3x10xf32>) -> tensor<2x3x10xf32>
+  %2 = relay.reshape %x {newshape = array<i64: 6, 2, 5>} : (tensor<6x10xf32>) -> tensor<6x2x5xf32>
+  %3 = relay.nn.softmax %2 : (tensor<6x2x5xf32>) -> tensor<6x2x5xf32>
+  func.return %1, %3 : tensor<2x3x10xf32>, tensor<6x2x5xf32>
+}
+
+// CHECK-LABEL: func.func @softmax_kept(%x: tensor<6x10xf32>) -> (tensor<2x3x10xf32>, tensor<6x2x5xf32>) {
+// CHECK-NEXT:    %[[A:.*]] = relay.reshape %x {newshape = array<i64: 2, 3, 10>}
+// CHECK-NEXT:    %[[B:.*]] = relay.nn.softmax %[[A]] {axis = 1 : i64}
+// CHECK-NEXT:    %[[C:.*]] = relay.reshape %x {newshape = array<i64: 6, 2, 5>}
+// CHECK-NEXT:    %[[D:.*]] = relay.nn.softmax %[[C]] :
+// CHECK-NEXT:    func.return %[[B]], %[[D]]
