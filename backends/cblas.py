@@ -3,7 +3,10 @@
 A vendor-library backend in one file. It takes float32 `nn.dense`,
 `nn.matmul`, `nn.batch_matmul` and `nn.conv2d` (im2col + sgemm, or sgemm
 straight on the input for 1x1 stride-1 convolutions), and the composites
-that end a dense or conv2d with a bias and/or relu. A conv2d or dense with a
+that end a dense or conv2d with a bias and/or relu. A batch matmul reads its
+operands and writes its result through reshapes and transposes in place when
+their strides allow (attention's heads: `view_check`), and normalises its
+rows after each product in a `batch_matmul_softmax` composite. A conv2d or dense with a
 constant weight is computed by libbyoc's kernels instead (`alter_op` packs
 the weight at compile time: relay.nn.conv2d_packed, relay.nn.dense_packed),
 which also fuse a residual add, clip and (dense) gelu; libbyoc's
@@ -336,6 +339,155 @@ def channel_shuffle(value: SSAValue) -> tuple[SSAValue, int] | None:
 SHUFFLE_OPS = (relay.ReshapeOp.name, relay.TransposeOp.name, relay.ReshapeOp.name)
 """The ops of a channel shuffle, in chain order (`channel_shuffle`)."""
 
+VIEW_OPS = (relay.ReshapeOp, relay.TransposeOp)
+"""Ops a batch matmul reads or writes through in place (`operand_view`,
+`result_view`): attention's heads split off the projections,
+`reshape -> transpose (0, 2, 1, 3) -> reshape`, and merged back."""
+
+
+def _contiguous(shape: Sequence[int]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
+
+
+def reshaped_strides(
+    shape: Sequence[int], strides: Sequence[int], new_shape: Sequence[int]
+) -> tuple[int, ...] | None:
+    """Strides (in elements) of `new_shape` over the elements of a tensor of
+    `shape` laid out with `strides`, taken in row-major order, or None when
+    no strides can (dimensions merged that are not contiguous together):
+    numpy's reshape without a copy. Size-1 dimensions get stride 0."""
+    old = [(n, st) for n, st in zip(shape, strides, strict=True) if n != 1]
+    new = [n for n in new_shape if n != 1]
+    out: list[int] = []
+    i = j = 0
+    while i < len(old) and j < len(new):
+        i_end, j_end, have, want = i + 1, j + 1, old[i][0], new[j]
+        while have != want:
+            if have < want:
+                if i_end == len(old):
+                    return None
+                have *= old[i_end][0]
+                i_end += 1
+            else:
+                if j_end == len(new):
+                    return None
+                want *= new[j_end]
+                j_end += 1
+        for k in range(i, i_end - 1):  # the merged old dims must nest
+            if old[k][1] != old[k + 1][0] * old[k + 1][1]:
+                return None
+        group = [old[i_end - 1][1]]
+        for k in range(j_end - 1, j, -1):
+            group.append(group[-1] * new[k])
+        out.extend(reversed(group))
+        i, j = i_end, j_end
+    if i != len(old) or j != len(new):
+        return None
+    kept = iter(out)
+    return tuple(0 if n == 1 else next(kept) for n in new_shape)
+
+
+def _view_strides(op: Operation, strides: tuple[int, ...] | None, forward: bool) -> tuple[int, ...] | None:
+    """The strides of `op`'s result from those of its operand (`forward`), or
+    of its operand from those of its result."""
+    if strides is None:
+        return None
+    source, result = _shape(op.operands[0]), _shape(op.results[0])
+    if isinstance(op, relay.ReshapeOp):
+        return reshaped_strides(*((source, strides, result) if forward else (result, strides, source)))
+    assert isinstance(op, relay.TransposeOp)
+    axes = relay.transpose_axes(len(source), op.attrs()["axes"], op.name)  # type: ignore[arg-type]
+    if forward:
+        return tuple(strides[a] for a in axes)
+    back = [0] * len(axes)
+    for i, a in enumerate(axes):
+        back[a] = strides[i]
+    return tuple(back)
+
+
+def _single_use(value: SSAValue) -> Operation | None:
+    uses = list(value.uses)
+    return uses[0].operation if len(uses) == 1 else None
+
+
+def _matrices(shape: Sequence[int], strides: tuple[int, ...] | None) -> tuple[int, int] | None:
+    """`(batch stride, leading dimension)` of a [B, R, C] operand whose rows are
+    contiguous, else None."""
+    if strides is None or len(strides) != 3:
+        return None
+    batch, rows, cols = shape
+    if cols > 1 and strides[2] != 1:
+        return None
+    ld = strides[1] if rows > 1 else cols
+    if ld < cols:
+        return None
+    return (strides[0] if batch > 1 else 0), ld
+
+
+def operand_view(value: SSAValue, inside=lambda op: True) -> tuple[SSAValue, int, int] | None:
+    """`(x, batch stride, leading dimension)` when `value`, a batch matmul's
+    operand, is a chain of reshapes and transposes (`inside` says which ops may
+    be part of it, each its producer's only user) of a value x it can read in
+    place: its matrices' rows contiguous in x. None when there is no such chain."""
+    chain = []
+    base = value
+    while isinstance(base.owner, VIEW_OPS) and inside(base.owner) and len(list(base.uses)) == 1:
+        chain.append(base.owner)
+        base = base.owner.operands[0]
+    if not chain:
+        return None
+    strides: tuple[int, ...] | None = _contiguous(_shape(base))
+    for op in reversed(chain):
+        strides = _view_strides(op, strides, forward=True)
+    found = _matrices(_shape(value), strides)
+    return None if found is None else (base, *found)
+
+
+def result_view(value: SSAValue, inside=lambda op: True) -> tuple[SSAValue, int, int] | None:
+    """`(y, batch stride, leading dimension)` when `value`, a batch matmul's
+    result, has a chain of reshapes and transposes after it (`inside`: which
+    ops may be part of it, each its operand's only user) ending in y, and the
+    product can write its matrices in y's place (rows contiguous in y)."""
+    chain = []
+    end = value
+    while (user := _single_use(end)) is not None and isinstance(user, VIEW_OPS) and inside(user):
+        chain.append(user)
+        end = user.results[0]
+    if not chain:
+        return None
+    strides: tuple[int, ...] | None = _contiguous(_shape(end))
+    for op in reversed(chain):
+        strides = _view_strides(op, strides, forward=False)
+    found = _matrices(_shape(value), strides)
+    return None if found is None else (end, *found)
+
+
+def view_check(op: Operation) -> str | None:
+    """Takes a reshape or transpose in a chain of them that a batch matmul cblas
+    takes reads in place (attention's heads split off the projections) or
+    writes through (the heads merged back): no copy is made."""
+    if reason := _float32(op):
+        return reason
+    end = op.results[0]
+    while (user := _single_use(end)) is not None and isinstance(user, VIEW_OPS):
+        end = user.results[0]
+    user = _single_use(end)
+    if isinstance(user, relay.BatchMatmulOp) and not batch_matmul_check(user):
+        if operand_view(end) is not None:
+            return None
+    start = op.operands[0]
+    while isinstance(start.owner, VIEW_OPS) and len(list(start.uses)) == 1:
+        start = start.owner.operands[0]
+    owner = start.owner
+    if isinstance(owner, relay.BatchMatmulOp) and not batch_matmul_check(owner):
+        if result_view(start) is not None:
+            return None
+    return "cblas takes reshapes and transposes only as a batch matmul's operand or result read or written in place"
+
 
 def conv2d_check(op: Operation) -> str | None:
     """Takes float32 conv2d: grouped ones as one GEMM per group, depthwise ones
@@ -618,12 +770,21 @@ class Step:
     shuffle: tuple[SSAValue, int] | None = None
     """A depthwise conv2d's data as `(x, g)`: x's channels shuffled in g groups
     (`channel_shuffle`), read in place by the kernel."""
+    views: list[tuple[SSAValue, int, int] | None] = field(default_factory=list)
+    """A batch matmul's operands read in place through reshapes and transposes
+    (`operand_view`: the value read, batch stride, leading dimension), or None."""
+    out_view: tuple[int, int] | None = None
+    """A batch matmul writing through reshapes and transposes into `result`
+    (`result_view`): the batch stride and leading dimension there."""
 
     def reads(self) -> list[SSAValue]:
         chain = {self.op.results[0], *(o.results[0] for o in self.fused)}
         operands = list(self.op.operands)
         if self.shuffle is not None:
             operands[0] = self.shuffle[0]
+        for i, view in enumerate(self.views):
+            if view is not None:
+                operands[i] = view[0]
         return [
             v
             for v in (*operands, *(v for o in self.fused for v in o.operands))
@@ -727,6 +888,13 @@ def plan_steps(function: func.FuncOp) -> list[Step]:
             step = Step(op, op.results[0], Epilogue())
             if is_depthwise(op):
                 step.shuffle = channel_shuffle(op.operands[0])
+            if isinstance(op, relay.BatchMatmulOp):
+                inside = lambda o: o.parent is block  # noqa: E731
+                step.views = [operand_view(v, inside) for v in op.operands]
+                if (out := result_view(op.results[0], inside)) is not None:
+                    step.result, step.out_view = out[0], out[1:]
+                    steps.append(step)  # nothing fuses after it
+                    continue
         else:
             raise CodegenError(
                 f"error: cblas cannot generate code for '{op.name}' in "
@@ -740,6 +908,15 @@ def plan_steps(function: func.FuncOp) -> list[Step]:
     return steps
 
 
+def _view_chain(value: SSAValue, step: Step) -> list[Operation]:
+    """The reshapes and transposes between `value` and `step`'s batch matmul."""
+    chain = []
+    while value is not step.op.results[0] and isinstance(value.owner, VIEW_OPS):
+        chain.append(value.owner)
+        value = value.owner.operands[0]
+    return chain
+
+
 def _check_shuffles(
     function: func.FuncOp, ops: list[Operation], steps: list[Step], returned: set[SSAValue]
 ) -> None:
@@ -748,6 +925,11 @@ def _check_shuffles(
     else gets a buffer for their results."""
     read_in_place: set[Operation] = set()
     for step in steps:
+        for operand, view in zip(step.op.operands, step.views):
+            if view is not None:
+                read_in_place.update(_view_chain(operand, step))
+        if step.out_view is not None:
+            read_in_place.update(_view_chain(step.result, step))
         if step.shuffle is None:
             continue
         last = step.op.operands[0].owner
@@ -767,7 +949,8 @@ def _check_shuffles(
         if op not in read_in_place:
             raise CodegenError(
                 f"error: cblas computes '{op.name}' only in a channel shuffle a depthwise "
-                f"conv2d reads (@{function.sym_name.data})"
+                f"conv2d reads, or as a batch matmul's operand or result read or written "
+                f"in place (@{function.sym_name.data})"
             )
 
 
@@ -1299,11 +1482,11 @@ class FunctionEmitter:
             done = self._dense(op, out, block)
         elif isinstance(op, relay.MatmulOp):
             done = self._matmul(op, out, block)
-        elif isinstance(op, relay.BatchMatmulOp) and step.epilogue.softmax:
-            self._batch_matmul(op, out, None, softmax=True)
-            return  # each product's rows normalised after it
+        elif isinstance(op, relay.BatchMatmulOp) and (step.epilogue.softmax or step.out_view):
+            self._batch_matmul(op, out, None, step, softmax=step.epilogue.softmax)
+            return  # each product's rows normalised after it; no epilogue after a view
         elif isinstance(op, relay.BatchMatmulOp):
-            done = self._batch_matmul(op, out, block)
+            done = self._batch_matmul(op, out, block, step)
         elif isinstance(op, relay.Conv2dOp) and is_depthwise(op):
             self._libbyoc_conv("byoc_rt_depthwise_conv2d", op, out, step.epilogue, step.shuffle)
             return  # the kernel applies the epilogue
@@ -1497,21 +1680,32 @@ class FunctionEmitter:
 
     def _batch_matmul(
         self, op: relay.BatchMatmulOp, out: Ref, epilogue: BlockEpilogue | None,
-        softmax: bool = False,
+        step: Step, softmax: bool = False,
     ) -> bool:
+        """sgemm per product; an operand or the result seen through reshapes and
+        transposes (attention's heads: `step.views`, `step.out_view`) is read or
+        written in place, its matrices `batch stride` apart with their leading
+        dimension."""
         x, y = op.operands
         attrs = op.attrs()
         ta, tb = bool(attrs["transpose_a"]), bool(attrs["transpose_b"])
         x_shape, y_shape = _shape(x), _shape(y)
         batch, m, n = _shape(op.results[0])
         k = x_shape[1] if ta else x_shape[2]
-        lda, ldb = x_shape[2], y_shape[2]
-        if y_shape[0] == 1 and not ta:  # one y for every batch: stack x's rows
-            g = Gemm(self.refs[x], self.refs[y], out, False, tb, x_shape[0] * m, n, k, lda, ldb, n)
+        places = []
+        for value, shape, view in zip((x, y), (x_shape, y_shape), step.views or (None, None)):
+            if view is None:
+                places.append((self.refs[value], shape[1] * shape[2] if shape[0] > 1 else 0, shape[2]))
+            else:
+                places.append((self.refs[view[0]], view[1], view[2]))
+        (a, sa, lda), (b, sb, ldb) = places
+        sc, ldc = step.out_view or (m * n, n)
+        stacked = sa == x_shape[1] * lda and sc == m * ldc
+        if y_shape[0] == 1 and not ta and stacked:  # one y for every batch: stack x's rows
+            g = Gemm(a, b, out, False, tb, x_shape[0] * m, n, k, lda, ldb, ldc)
             return self.gemm(g, epilogue=epilogue, softmax=softmax)
-        g = Gemm(self.refs[x], self.refs[y], out, ta, tb, m, n, k, lda, ldb, n)
-        strides = (m * k if x_shape[0] > 1 else 0, n * k if y_shape[0] > 1 else 0, m * n)
-        return self.gemm(g, batch, strides, epilogue if batch == 1 else None, softmax)
+        g = Gemm(a, b, out, ta, tb, m, n, k, lda, ldb, ldc)
+        return self.gemm(g, batch, (sa, sb, sc), epilogue if batch == 1 else None, softmax)
 
     def _libbyoc_conv(
         self,
@@ -2014,7 +2208,7 @@ def _replace(op: Operation, new: list[Operation], weight: relay.ConstantOp) -> N
 
 backend = Backend(
     name=NAME,
-    ops=KERNEL_CHECKS,
+    ops={**KERNEL_CHECKS, **{op.name: view_check for op in VIEW_OPS}},
     codegen=codegen,
     description=(
         "matmul and batch_matmul as OpenBLAS sgemm/sgemv calls; dense and conv2d "

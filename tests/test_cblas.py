@@ -528,6 +528,97 @@ def test_softmax_along_another_axis_stays_on_the_host():
 
 
 # ---------------------------------------------------------------------------
+# Attention's heads read and written in place by batch matmuls
+# ---------------------------------------------------------------------------
+
+
+def attention(seq: int, heads: int, size: int, lead: bool = True, softmax: bool = True) -> ModuleOp:
+    """Multi-head attention on projections [1, seq, heads * size] (or
+    [seq, heads * size] without `lead`): heads split by reshape + transpose
+    (+ reshape to 3-d), scores, softmax, context, heads merged back."""
+    hidden = heads * size
+    flat = (1, seq, hidden) if lead else (seq, hidden)
+    split = (1, seq, heads, size) if lead else (seq, heads, size)
+    swap = (0, 2, 1, 3) if lead else (1, 0, 2)
+
+    def body(e: Emit, q, k, v):
+        def heads_of(x):
+            t = e(relay.TransposeOp(e(relay.ReshapeOp(x, split)), swap))
+            return e(relay.ReshapeOp(t, (heads, seq, size))) if lead else t
+
+        scores = e(relay.BatchMatmulOp(heads_of(q), heads_of(k), transpose_b=True))
+        if softmax:
+            scores = e(relay.SoftmaxOp(scores))
+        context = e(relay.BatchMatmulOp(scores, heads_of(v), transpose_b=False))
+        if lead:
+            context = e(relay.ReshapeOp(context, (1, heads, seq, size)))
+        merged = e(relay.TransposeOp(context, swap))
+        return e(relay.ReshapeOp(merged, flat))
+
+    return build([flat, flat, flat], body)
+
+
+@pytest.mark.parametrize(
+    "seq, heads, size, lead, softmax",
+    [
+        (7, 3, 5, True, True),
+        (1, 2, 3, True, True),
+        (20, 1, 17, True, False),
+        (33, 4, 16, False, True),
+        (128, 12, 64, True, True),
+    ],
+)
+def test_attention_heads_are_read_and_written_in_place(parallel, seq, heads, size, lead, softmax):
+    module = attention(seq, heads, size, lead, softmax)
+    model = check(module, ["cblas", "ccompiler"])
+    on_cblas(model, "relay.nn.batch_matmul", "relay.transpose", "relay.reshape")
+    assert list(model.sources) == ["cblas.c"]  # no copy on ccompiler
+    if seq == 1:
+        return  # products of one row: sgemv
+    # The queries and keys read in place (lda, ldb: rows `hidden` apart), then
+    # the values read and the context written in place (ldb, ldc).
+    hidden = str(heads * size)
+    scores, context = (
+        call.split(", ") for call in re.findall(r"scipy_cblas_sgemm\(([^;]*)\);", model.c_source)
+    )
+    assert scores[8] == scores[10] == hidden
+    assert context[10] == context[13] == hidden
+
+
+def test_reshaped_strides_are_numpys():
+    rng = np.random.default_rng(0)
+    base = np.zeros((2, 3, 4, 5), np.float32)
+    cases = 0
+    for _ in range(200):
+        view = base.transpose(rng.permutation(4))
+        new = tuple(int(n) for n in rng.permutation([2, 3, 4, 5]))
+        new = (new[0] * new[1], *new[2:]) if rng.random() < 0.5 else new
+        strides = tuple(st // 4 for st in view.strides)
+        got = cblas.reshaped_strides(view.shape, strides, new)
+        try:
+            want = view.view()
+            want.shape = new  # raises when no strides can do it
+        except AttributeError:
+            assert got is None
+            continue
+        cases += 1
+        assert got is not None
+        assert all(g * 4 == w for g, w, n in zip(got, want.strides, new) if n != 1)
+    assert cases > 20
+
+
+def test_a_reshape_into_a_dense_is_not_taken():
+    module = build(
+        [(2, 3, 8), (5, 24)],
+        lambda e, x, w: e(relay.DenseOp(e(relay.ReshapeOp(x, (2, 24))), w)),
+    )
+    assert reasons(module, ["cblas"])["relay.reshape"] == [
+        "cblas takes reshapes and transposes only as a batch matmul's operand or result "
+        "read or written in place"
+    ]
+
+
+# ---------------------------------------------------------------------------
 # What cblas declines, and why
 # ---------------------------------------------------------------------------
 
