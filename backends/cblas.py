@@ -1049,8 +1049,8 @@ CONV_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_conv")))
 PRODUCT_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_product")))
 POOL_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_pool")))
 
-LIBBYOC_LAYOUTS = {"OIHW8o": 0, "OIHW32o": 1}
-"""conv2d_packed's kernel layouts as byoc_runtime.h numbers them (ROWS, COLUMNS)."""
+LIBBYOC_LAYOUTS = {"OIHW8o": 0, "OIHW32o": 1, "winograd8o": 2}
+"""conv2d_packed's kernel layouts as byoc_runtime.h numbers them (ROWS, COLUMNS, WINOGRAD)."""
 
 
 def _activation(epilogue: Epilogue) -> tuple[int, float, float]:
@@ -1729,6 +1729,8 @@ class FunctionEmitter:
         n, c, h, w = _shape(data)
         _, o, oh, ow = _shape(op.results[0])
         kh, kw = _shape(weight)[2:4]
+        if attrs.get("kernel_layout") == "winograd8o":
+            kh, kw = 3, 3  # packed as G g G^T, 4x4 each
         top, left, _, _ = relay.normalize_padding(attrs["padding"], op.name)  # type: ignore[arg-type]
         sh, sw = attrs["strides"]  # type: ignore[misc]
         dh, dw = attrs["dilation"]  # type: ignore[misc]
@@ -2101,8 +2103,25 @@ def codegen(functions: ModuleOp) -> Artifact:
     )
 
 
+WINOGRAD_MIN_CHANNELS = 8
+"""Input channels a group from which a 3x3 conv of stride 1 is computed by
+Winograd's F(2x2, 3x3) ("winograd8o"): below, its transforms cost what it saves
+(3 -> 16 channels at 32x32: 15 us either way)."""
+
+WINOGRAD_MAX_PRODUCT = 256 * 256
+"""Input times output channels a group up to which it is: the transformed
+weights (16 floats a pair against 9) are read once per block of up to 48
+tiles, and from memory in a model. One thread, CPU time, in -> out channels at
+a size, direct (COLUMNS) -> Winograd: 64 -> 64 at 56x56 2.14 -> 1.36 ms, 128 at
+28x28 2.08 -> 1.30, 256 at 14x14 2.04 -> 1.50, 64 -> 192 at 56x56 6.82 -> 3.89,
+224 at 7x7 0.41 -> 0.26; but 384 at 14x14 4.91 -> 7.64 and 512 at 7x7 2.48 ->
+3.31 (9 and 16 MB of weights)."""
+
+
 def conv2d_kernel_layout(op: relay.Conv2dOp) -> str:
-    """The packed layout libbyoc computes `op` in fastest: "OIHW8o" (vectors of
+    """The packed layout libbyoc computes `op` in fastest: "winograd8o" for a
+    3x3 convolution of stride and dilation 1 (WINOGRAD_MIN_CHANNELS,
+    WINOGRAD_MAX_PRODUCT), else "OIHW8o" (vectors of
     output pixels) for a 1x1 convolution of a wide image as it is, "OIHW32o"
     (vectors of output channels) for strides other than 1, and otherwise the
     one computing fewer multiply-adds, padding lanes included, ROWS given a
@@ -2119,12 +2138,20 @@ def conv2d_kernel_layout(op: relay.Conv2dOp) -> str:
     _, _, height, width = _shape(op.results[0])
     if tuple(attrs["strides"]) != (1, 1):  # type: ignore[arg-type]
         return "OIHW32o"
-    _, _, kh, kw = _shape(op.operands[1])
+    out_channels, per_group_in, kh, kw = _shape(op.operands[1])
+    per_group_out = out_channels // attrs["groups"]  # type: ignore[operator]
+    if (
+        (kh, kw) == (3, 3)
+        and tuple(attrs["dilation"]) == (1, 1)  # type: ignore[arg-type]
+        and per_group_in >= WINOGRAD_MIN_CHANNELS
+        and per_group_in * per_group_out <= WINOGRAD_MAX_PRODUCT
+    ):
+        return "winograd8o"
     padding = relay.normalize_padding_nd(attrs["padding"], 2, op.name)
     direct = (kh, kw) == (1, 1) and not any(padding)
     if direct and width >= 32:
         return "OIHW8o"
-    per_group = _shape(op.operands[1])[0] // attrs["groups"]  # type: ignore[operator]
+    per_group = per_group_out
     pixels = height * width
     if direct:
         # Pixels contiguous across rows, in vectors of 16.

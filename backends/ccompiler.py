@@ -123,6 +123,13 @@ def concatenate_check(op: Operation) -> str | None:
     return c_types(op)
 
 
+def conv2d_packed_check(op: Operation) -> str | None:
+    """Declines Winograd-packed weights, which only libbyoc computes."""
+    if op.attrs()["kernel_layout"] == "winograd8o":  # type: ignore[attr-defined]
+        return 'kernel_layout "winograd8o" is computed by libbyoc (cblas) only'
+    return c_types(op)
+
+
 COMPOSITES = (
     Composite("conv2d_bias_relu", ("relay.nn.conv2d", "relay.nn.bias_add", "relay.nn.relu")),
     Composite("dense_bias_relu", ("relay.nn.dense", "relay.nn.bias_add", "relay.nn.relu")),
@@ -279,7 +286,8 @@ def codegen(functions: ModuleOp) -> Artifact:
 
 backend = Backend(
     name="ccompiler",
-    ops={name: c_types for name in SUPPORTED} | {relay.ConcatenateOp.name: concatenate_check},
+    ops={name: c_types for name in SUPPORTED}
+    | {relay.ConcatenateOp.name: concatenate_check, relay.Conv2dPackedOp.name: conv2d_packed_check},
     codegen=codegen,
     description="C generated through emitc, compiled by the system C compiler",
     source=generate_c,

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import IntegerType, MemRefType, i1, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from byoc.dialects import relay
+from byoc.frontend.diagnostics import ByocError
 from byoc.passes.vector_math import exp_of
 from byoc.passes.loop_nests import (
     I32,
@@ -843,6 +844,12 @@ def lower_conv(
     assert isinstance(op, relay.Conv2dOp | relay.Conv3dOp | relay.Conv2dPackedOp)
     (data, weight), (out,) = operands, results
     packed = isinstance(op, relay.Conv2dPackedOp)
+    if packed and op.attrs()["kernel_layout"] == "winograd8o":
+        raise ByocError(
+            f"error: {op.name}: kernel_layout \"winograd8o\" (Winograd-transformed 3x3 "
+            "kernels) is computed by libbyoc (the cblas backend) only; pack the weight "
+            "as \"OIHW8o\" for other backends"
+        )
     if packed:
         blocks, channels_in, *kernel, block = shape_of(weight)
         n_out = op.attrs()["channels"]

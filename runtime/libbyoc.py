@@ -42,6 +42,7 @@ HEADER = "byoc_runtime.h"
 SOURCES = (
     "conv2d_columns32.c",
     "conv2d_columns16.c",
+    "conv2d_winograd.c",
     "dense.c",
     "int8.c",
     "conv2d_rows.c",

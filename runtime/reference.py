@@ -306,7 +306,7 @@ def _dense_packed(op: Operation, args: list[np.ndarray]) -> np.ndarray:
 def _conv2d_packed(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     data, packed = args
     attrs = _attrs(op)
-    return _conv(op, [data, relay.unpack_conv2d_weight(packed, attrs["groups"], attrs["channels"])])
+    return _conv(op, [data, relay.unpack_conv2d_weight(packed, attrs["groups"], attrs["channels"], attrs["kernel_layout"])])
 
 
 def _pool_geometry(

@@ -259,6 +259,8 @@ int32_t byoc_rt_conv2d(const byoc_rt_conv *cv, const float *data, const float *w
                        const float *bias, const float *residual, float *out) {
   if (cv->shuffle > 1)
     return BYOC_RT_FAILED; /* only the depthwise kernel reads shuffled channels */
+  if (cv->layout == BYOC_RT_WINOGRAD)
+    return byoc_winograd_conv2d(cv, data, weight, bias, residual, out);
   job j = {
       .cv = cv,
       .data = data,

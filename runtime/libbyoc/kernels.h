@@ -115,4 +115,9 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
  * not let the loop's tasks use theirs: the caller runs tasks too. */
 BYOC_HIDDEN float *byoc_thread_scratch(size_t floats);
 
+/* The same, a second buffer, for a parallel loop's tasks (which may run on
+ * the thread whose kernel holds byoc_thread_scratch's); a task must not call a
+ * parallel loop while it holds it. */
+BYOC_HIDDEN float *byoc_task_scratch(size_t floats);
+
 #endif

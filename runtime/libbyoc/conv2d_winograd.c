@@ -1,0 +1,318 @@
+/* 3x3 convolutions of stride 1 by Winograd's minimal filtering, F(2x2, 3x3)
+ * (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks"):
+ * each 2x2 block of outputs ("tile") of a channel is A^T [sum_c U[c] . V[c]] A,
+ * V[c] = B^T d B of the 4x4 input patch d under the tile, U[c] = G g G^T of
+ * the 3x3 kernel g (transformed at compile time: relay.nn.conv2d_packed's
+ * "winograd8o" layout). 16 multiply-adds a tile and input channel instead of
+ * 36: per position xi of the 4x4 patch, a product U_xi[O, C] x V_xi[C, tiles]
+ * computed like a ROWS tile (8 output channels x up to 48 tiles, the
+ * transformed weights broadcast). The transforms only add and subtract; all
+ * of G's factors are halves, so the results match the direct product within
+ * a few ulps of the output's scale.
+ *
+ * Work is split in chunks of up to 48 consecutive tiles (row-major) and a range
+ * of output-channel panels. A chunk transforms its tiles' patches of every
+ * input channel into V (its thread's task scratch: 16 x C x 48 floats), then
+ * per panel computes the 16 products into M (16 x 8 x 48 floats, in L1) and
+ * transforms them into the output, bias, residual and activation applied on
+ * the way. The input is read from a zero-padded copy big enough for every
+ * tile's 4x4 patch.
+ */
+#define _GNU_SOURCE
+#include "byoc_runtime.h"
+#include "conv2d.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
+#define WINO_NV 3                     /* vectors of tiles a product holds */
+#define WINO_NT (WINO_NV * LANES)     /* tiles a chunk covers */
+#define WINO_MR 8                     /* output channels per panel */
+#define WINO_XI 16                    /* positions of a 4x4 patch */
+
+/* The first n floats at p as a vector (the rest 0; n <= 0: none). */
+static inline vec load_n(const float *p, int64_t n) {
+#ifdef __AVX512F__
+  return (vec)_mm512_maskz_loadu_ps(n >= LANES ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1), p);
+#else
+  if (n >= LANES)
+    return load(p);
+  vec v = splat(0.0f);
+  for (int64_t i = 0; i < n; i++)
+    v[i] = p[i];
+  return v;
+#endif
+}
+
+/* The first n lanes of v to p. */
+static inline void store_n(float *p, vec v, int64_t n) {
+#ifdef __AVX512F__
+  _mm512_mask_storeu_ps(p, n >= LANES ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1), (__m512)v);
+#else
+  if (n >= LANES) {
+    store(p, v);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++)
+    p[i] = v[i];
+#endif
+}
+
+/* The even and odd floats of the 32 at p (two vectors). */
+static inline void deinterleave(const float *p, vec *even, vec *odd) {
+  vec lo = load(p), hi = load(p + LANES);
+  *even = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  *odd = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+}
+
+typedef struct wino_job {
+  const byoc_rt_conv *cv;
+  const float *data;
+  const float *weight; /* [G][panels][C/G][16][8] */
+  float *out;
+  epilogue e;
+  float *copy;         /* the padded copy of the current image and group */
+  int64_t pitch, plane; /* its row pitch and channel plane (floats) */
+  int64_t cg, og, panels;
+  int64_t tiles_w, tiles;   /* tiles per tile row, in all */
+  int64_t blocks, ranges, per_range; /* chunks: blocks of tiles x ranges of panels */
+  int64_t v_stride;         /* floats between two input channels' rows of V (>= tiles of a block) */
+  int64_t image, group;
+  int failed;               /* a chunk found no scratch memory */
+} wino_job;
+
+/* V[xi][c][t - t0] = (B^T d B)[xi] of tile t's patch in channel c, for t in [t0, t1). */
+static void transform_input(const wino_job *j, int64_t t0, int64_t t1, float *v) {
+  int64_t stride_xi = j->cg * j->v_stride;
+  for (int64_t c = 0; c < j->cg; c++) {
+    const float *channel = j->copy + c * j->plane;
+    float *vc = v + c * j->v_stride;
+    for (int64_t t = t0; t < t1;) {
+      int64_t ty = t / j->tiles_w, tx = t % j->tiles_w;
+      int64_t n = min64(min64(LANES, j->tiles_w - tx), t1 - t);
+      const float *r = channel + 2 * ty * j->pitch + 2 * tx;
+      /* B^T along the columns first: rows of the patch combined. */
+      vec e[4][2], o[4][2]; /* e/o[row][shift]: even/odd floats from 2 tx (+2) */
+      for (int i = 0; i < 4; i++) {
+        deinterleave(r + i * j->pitch, &e[i][0], &o[i][0]);
+        deinterleave(r + i * j->pitch + 2, &e[i][1], &o[i][1]);
+      }
+      vec te[4][2], to[4][2];
+      for (int s = 0; s < 2; s++) {
+        te[0][s] = e[0][s] - e[2][s];
+        te[1][s] = e[1][s] + e[2][s];
+        te[2][s] = e[2][s] - e[1][s];
+        te[3][s] = e[1][s] - e[3][s];
+        to[0][s] = o[0][s] - o[2][s];
+        to[1][s] = o[1][s] + o[2][s];
+        to[2][s] = o[2][s] - o[1][s];
+        to[3][s] = o[1][s] - o[3][s];
+      }
+      /* Then along the rows: columns 2tx .. 2tx + 3 are e0, o0, e1, o1. */
+      float *dst = vc + (t - t0);
+      for (int i = 0; i < 4; i++) {
+        store_n(dst + (4 * i + 0) * stride_xi, te[i][0] - te[i][1], n);
+        store_n(dst + (4 * i + 1) * stride_xi, to[i][0] + te[i][1], n);
+        store_n(dst + (4 * i + 2) * stride_xi, te[i][1] - to[i][0], n);
+        store_n(dst + (4 * i + 3) * stride_xi, to[i][0] - to[i][1], n);
+      }
+      t += n;
+    }
+  }
+}
+
+/* m[r][q] = sum_c u[c][xi][r] v[c][q] for 8 channels r and nv vectors of tiles q. */
+static inline __attribute__((always_inline)) void
+wino_product(const int nv, int64_t k, const float *restrict u, const float *restrict v,
+             int64_t v_stride, float *restrict m) {
+  vec acc[WINO_MR][WINO_NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < WINO_MR; r++)
+#pragma GCC unroll 3
+    for (int q = 0; q < nv; q++)
+      acc[r][q] = splat(0.0f);
+  for (int64_t c = 0; c < k; c++) {
+    vec x[WINO_NV];
+#pragma GCC unroll 3
+    for (int q = 0; q < nv; q++)
+      x[q] = load(v + c * v_stride + q * LANES);
+#pragma GCC unroll 8
+    for (int r = 0; r < WINO_MR; r++) {
+      float w = u[c * WINO_XI * WINO_MR + r];
+#pragma GCC unroll 3
+      for (int q = 0; q < nv; q++)
+        acc[r][q] += w * x[q];
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < WINO_MR; r++)
+#pragma GCC unroll 3
+    for (int q = 0; q < nv; q++)
+      store(m + r * WINO_NT + q * LANES, acc[r][q]);
+}
+
+typedef void (*wino_product_fn)(int64_t, const float *restrict, const float *restrict, int64_t,
+                                float *restrict);
+#define WINO_PRODUCT(nv)                                                                     \
+  static void wino_product_##nv(int64_t k, const float *restrict u, const float *restrict v, \
+                                int64_t v_stride, float *restrict m) {                       \
+    wino_product(nv, k, u, v, v_stride, m);                                                  \
+  }
+WINO_PRODUCT(1)
+WINO_PRODUCT(2)
+WINO_PRODUCT(3)
+static const wino_product_fn wino_products[WINO_NV + 1] = {NULL, wino_product_1, wino_product_2,
+                                                           wino_product_3};
+
+/* Output channels [o0, o0 + rows) at tiles [t0, t1) from m ([16][8][48]):
+ * A^T M A, then bias, residual and activation, stored 2x2 a tile. */
+static void transform_output(const wino_job *j, int64_t o0, int64_t rows, int64_t t0, int64_t t1,
+                             const float *m) {
+  const byoc_rt_conv *cv = j->cv;
+  int64_t oh = cv->out_height, ow = cv->out_width, plane = oh * ow;
+  int64_t out_at = (j->image * cv->out_channels + j->group * j->og + o0) * plane;
+  float y[2][2][WINO_NT + LANES]; /* y[a][b][t - t0]: output (2 ty + a, 2 tx + b) */
+  for (int64_t r = 0; r < rows; r++) {
+    const float *mr = m + r * WINO_NT;
+    for (int64_t q = 0; q < t1 - t0; q += LANES) {
+      vec s[4][2];
+      for (int i = 0; i < 4; i++) {
+        const float *mi = mr + 4 * i * WINO_MR * WINO_NT + q;
+        vec m0 = load(mi), m1 = load(mi + WINO_MR * WINO_NT);
+        vec m2 = load(mi + 2 * WINO_MR * WINO_NT), m3 = load(mi + 3 * WINO_MR * WINO_NT);
+        s[i][0] = m0 + m1 + m2;
+        s[i][1] = m1 - m2 - m3;
+      }
+      for (int b = 0; b < 2; b++) {
+        store(y[0][b] + q, s[0][b] + s[1][b] + s[2][b]);
+        store(y[1][b] + q, s[1][b] - s[2][b] - s[3][b]);
+      }
+    }
+    float bias = j->e.bias != NULL ? j->e.bias[j->group * j->og + o0 + r] : 0.0f;
+    float *out = j->out + out_at + r * plane;
+    const float *residual = j->e.residual != NULL ? j->e.residual + out_at + r * plane : NULL;
+    /* Row by row of tiles: 8 tiles' two columns interleaved into 16 outputs. */
+    for (int64_t t = t0; t < t1;) {
+      int64_t ty = t / j->tiles_w, tx = t % j->tiles_w;
+      int64_t n = min64(j->tiles_w - tx, t1 - t);
+      for (int a = 0; a < 2 && 2 * ty + a < oh; a++) {
+        int64_t row = (2 * ty + a) * ow;
+        for (int64_t i = 0; i < n; i += LANES / 2) {
+          int64_t x = 2 * (tx + i), count = min64(LANES, ow - x);
+          vec lo = load(y[a][0] + (t - t0) + i), hi = load(y[a][1] + (t - t0) + i);
+          vec z = __builtin_shufflevector(lo, hi, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+          z += bias;
+          if (residual != NULL)
+            z += load_n(residual + row + x, count);
+          store_n(out + row + x, act_vector(&j->e, z), min64(count, 2 * (n - i)));
+        }
+      }
+      t += n;
+    }
+  }
+}
+
+/* One chunk: tiles of block `index % blocks`, panels of range `index / blocks`. */
+static void wino_chunk(void *context, int64_t index) {
+  wino_job *j = context;
+  int64_t block = index % j->blocks, range = index / j->blocks;
+  int64_t t0 = block * j->tiles / j->blocks, t1 = (block + 1) * j->tiles / j->blocks;
+  int64_t p0 = range * j->per_range, p1 = min64(j->panels, p0 + j->per_range);
+  float *v = byoc_task_scratch((size_t)(WINO_XI * j->cg * j->v_stride + WINO_XI * WINO_MR * WINO_NT));
+  if (v == NULL) {
+    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  float *m = v + WINO_XI * j->cg * j->v_stride;
+  transform_input(j, t0, t1, v);
+  wino_product_fn product = wino_products[ceil_div(t1 - t0, LANES)];
+  const float *u = j->weight + j->group * j->panels * j->cg * WINO_XI * WINO_MR;
+  for (int64_t p = p0; p < p1; p++) {
+    const float *up = u + p * j->cg * WINO_XI * WINO_MR;
+    for (int xi = 0; xi < WINO_XI; xi++)
+      product(j->cg, up + xi * WINO_MR, v + xi * j->cg * j->v_stride, j->v_stride,
+              m + xi * WINO_MR * WINO_NT);
+    transform_output(j, p * WINO_MR, min64(WINO_MR, j->og - p * WINO_MR), t0, t1, m);
+  }
+}
+
+/* Channels [8 index, 8 index + 8) of the zero-padded copy of the current
+ * image and group. */
+static void wino_pad(void *context, int64_t index) {
+  const wino_job *j = context;
+  const byoc_rt_conv *cv = j->cv;
+  int64_t h = cv->height, w = cv->width, top = cv->pad_top, left = cv->pad_left;
+  int64_t pitch = j->pitch, rows = j->plane / pitch;
+  const float *x = j->data + (j->image * cv->channels + j->group * j->cg) * h * w;
+  for (int64_t c = index * 8; c < min64(j->cg, index * 8 + 8); c++) {
+    float *dst = j->copy + c * j->plane;
+    const float *src = x + c * h * w;
+    memset(dst, 0, (size_t)(top * pitch) * sizeof(float));
+    for (int64_t y = 0; y < h; y++) {
+      float *row = dst + (top + y) * pitch;
+      memset(row, 0, (size_t)left * sizeof(float));
+      memcpy(row + left, src + y * w, (size_t)w * sizeof(float));
+      memset(row + left + w, 0, (size_t)(pitch - left - w) * sizeof(float));
+    }
+    memset(dst + (top + h) * pitch, 0, (size_t)((rows - top - h) * pitch) * sizeof(float));
+  }
+}
+
+int32_t byoc_winograd_conv2d(const byoc_rt_conv *cv, const float *data, const float *weight,
+                             const float *bias, const float *residual, float *out) {
+  if (cv->kernel_h != 3 || cv->kernel_w != 3 || cv->stride_h != 1 || cv->stride_w != 1 ||
+      cv->dilation_h != 1 || cv->dilation_w != 1 || cv->shuffle > 1)
+    return BYOC_RT_FAILED;
+  wino_job j = {
+      .cv = cv,
+      .data = data,
+      .weight = weight,
+      .out = out,
+      .e = {bias, residual, cv->activation, cv->low, cv->high},
+      .cg = cv->channels / cv->groups,
+      .og = cv->out_channels / cv->groups,
+  };
+  j.panels = ceil_div(j.og, WINO_MR);
+  j.tiles_w = ceil_div(cv->out_width, 2);
+  j.tiles = ceil_div(cv->out_height, 2) * j.tiles_w;
+  /* The copy holds every tile's 4x4 patch (and the image at its padding). */
+  j.pitch = max64(cv->width + cv->pad_left, 2 * j.tiles_w + 2);
+  int64_t rows = max64(cv->height + cv->pad_top, 2 * ceil_div(cv->out_height, 2) + 2);
+  j.plane = rows * j.pitch;
+  /* Blocks of tiles whose V (16 x C x tiles floats) stays within half of L2:
+   * ResNet-50's 256-channel convs at 14x14 take 32 tiles a block. */
+  int64_t most = min64(WINO_NT, max64(LANES, (8192 / max64(j.cg, 1)) / LANES * LANES));
+  j.blocks = ceil_div(j.tiles, most);
+  j.v_stride = ceil_div(ceil_div(j.tiles, j.blocks), LANES) * LANES;
+  /* Panels split in ranges when blocks are too few for every thread to take
+   * several chunks; each range transforms its tiles' input again, so a range
+   * keeps at least 4 panels (the transform is under a tenth of its products). */
+  int64_t threads = byoc_rt_num_threads();
+  j.ranges = 1;
+  while (threads > 1 && j.blocks * j.ranges < 4 * threads && j.panels / (j.ranges + 1) >= 4)
+    j.ranges++;
+  j.per_range = ceil_div(j.panels, j.ranges);
+  j.ranges = ceil_div(j.panels, j.per_range);
+  /* The copy, with a zeroed margin the last patches' vectors read past. */
+  int64_t margin = 4 * LANES;
+  float *copy = byoc_thread_scratch((size_t)(j.cg * j.plane + margin));
+  if (copy == NULL)
+    return BYOC_RT_OUT_OF_MEMORY;
+  memset(copy + j.cg * j.plane, 0, (size_t)margin * sizeof(float));
+  j.copy = copy;
+  for (int64_t n = 0; n < cv->batch; n++) {
+    for (int64_t g = 0; g < cv->groups; g++) {
+      j.image = n;
+      j.group = g;
+      byoc_rt_parallel_for(ceil_div(j.cg, 8), wino_pad, &j);
+      byoc_rt_parallel_for(j.blocks * j.ranges, wino_chunk, &j);
+      if (__atomic_load_n(&j.failed, __ATOMIC_RELAXED))
+        return BYOC_RT_OUT_OF_MEMORY;
+    }
+  }
+  return BYOC_RT_OK;
+}
