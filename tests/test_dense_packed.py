@@ -4,7 +4,8 @@ weights into relay.nn.dense_packed) and relay.nn.dense_packed on every exit.
 The kernel is checked against the numpy reference over odd shapes (rows not
 a multiple of its 12-row tiles, features not a multiple of its 32-column
 panels, last panels of at most 16 columns, reductions longer than its
-1024-long blocks) and every epilogue;
+1024-long blocks, reductions of a multiple of 1024, whose rows it copies) and
+every epilogue;
 the products share one compiled model so the suite stays fast.
 """
 
@@ -44,6 +45,11 @@ DENSES = [
     # across reduction blocks and with a residual.
     ((9, 1500), 10, "bias_add"),
     ((14, 1030), 48, "add_relu"),
+    # Rows a multiple of 1024 floats apart (they share one L1 set): each
+    # tile's rows copied apart first, across reduction blocks too, with a
+    # last tile of a few rows.
+    ((27, 3072), 45, "bias_add"),
+    ((2, 8, 1024), 70, "bias_gelu"),
 ]
 
 
