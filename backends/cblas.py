@@ -776,6 +776,10 @@ class Step:
     out_view: tuple[int, int] | None = None
     """A batch matmul writing through reshapes and transposes into `result`
     (`result_view`): the batch stride and leading dimension there."""
+    scores: Step | None = None
+    """A batch matmul by the values whose first operand is this attention
+    scores step (queries times keys, softmax), fused: libbyoc's
+    byoc_rt_attention computes both products and the softmax between them."""
 
     def reads(self) -> list[SSAValue]:
         chain = {self.op.results[0], *(o.results[0] for o in self.fused)}
@@ -785,6 +789,8 @@ class Step:
         for i, view in enumerate(self.views):
             if view is not None:
                 operands[i] = view[0]
+        if self.scores is not None:
+            operands = [*operands[1:], *self.scores.reads()]
         return [
             v
             for v in (*operands, *(v for o in self.fused for v in o.operands))
@@ -905,7 +911,45 @@ def plan_steps(function: func.FuncOp) -> list[Step]:
         steps.append(step)
         open_steps[step.result] = step
     _check_shuffles(function, shuffles, steps, returned)
-    return steps
+    return _fuse_attention(steps, returned)
+
+
+def _fuse_attention(steps: list[Step], returned: set[SSAValue]) -> list[Step]:
+    """Each batch matmul reading, as its first operand, the result of the
+    `batch_matmul_softmax` step just before it and nothing else does takes
+    that step in (`Step.scores`): attention's heads, `softmax(q k^T) v`."""
+    fused: list[Step] = []
+    for step in steps:
+        prev = fused[-1] if fused else None
+        if prev is not None and _is_attention(prev, step, returned):
+            step.scores = prev
+            fused[-1] = step
+        else:
+            fused.append(step)
+    return fused
+
+
+def _is_attention(scores: Step, step: Step, returned: set[SSAValue]) -> bool:
+    """Whether `scores` (`batch_matmul -> softmax`) and `step` (a batch matmul
+    by the values) are `softmax(q k^T) v` per batch, as byoc_rt_attention
+    computes it: no transposed queries, scores nor values, one batch size."""
+    first, second = scores.op, step.op
+    if not (
+        isinstance(first, relay.BatchMatmulOp)
+        and isinstance(second, relay.BatchMatmulOp)
+        and scores.epilogue.softmax
+        and scores.out_view is None
+        and not step.epilogue
+        and second.operands[0] is scores.result
+        and len(list(scores.result.uses)) == 1
+        and scores.result not in returned
+    ):
+        return False
+    one, two = first.attrs(), second.attrs()
+    if one["transpose_a"] or not one["transpose_b"] or two["transpose_a"] or two["transpose_b"]:
+        return False
+    batch = _shape(second.results[0])[0]
+    return all(_shape(v)[0] == batch for v in (*first.operands, *second.operands))
 
 
 def _view_chain(value: SSAValue, step: Step) -> list[Operation]:
@@ -1048,6 +1092,7 @@ F32_PTR = EmitC_PointerType(f32)
 CONV_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_conv")))
 PRODUCT_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_product")))
 POOL_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_pool")))
+HEADS_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_heads")))
 
 LIBBYOC_LAYOUTS = {"OIHW8o": 0, "OIHW32o": 1, "winograd8o": 2}
 """conv2d_packed's kernel layouts as byoc_runtime.h numbers them (ROWS, COLUMNS, WINOGRAD)."""
@@ -1482,6 +1527,9 @@ class FunctionEmitter:
             done = self._dense(op, out, block)
         elif isinstance(op, relay.MatmulOp):
             done = self._matmul(op, out, block)
+        elif step.scores is not None:
+            self._attention(step, out)
+            return
         elif isinstance(op, relay.BatchMatmulOp) and (step.epilogue.softmax or step.out_view):
             self._batch_matmul(op, out, None, step, softmax=step.epilogue.softmax)
             return  # each product's rows normalised after it; no epilogue after a view
@@ -1692,13 +1740,7 @@ class FunctionEmitter:
         x_shape, y_shape = _shape(x), _shape(y)
         batch, m, n = _shape(op.results[0])
         k = x_shape[1] if ta else x_shape[2]
-        places = []
-        for value, shape, view in zip((x, y), (x_shape, y_shape), step.views or (None, None)):
-            if view is None:
-                places.append((self.refs[value], shape[1] * shape[2] if shape[0] > 1 else 0, shape[2]))
-            else:
-                places.append((self.refs[view[0]], view[1], view[2]))
-        (a, sa, lda), (b, sb, ldb) = places
+        (a, sa, lda), (b, sb, ldb) = self._operand_places(step)
         sc, ldc = step.out_view or (m * n, n)
         stacked = sa == x_shape[1] * lda and sc == m * ldc
         if y_shape[0] == 1 and not ta and stacked:  # one y for every batch: stack x's rows
@@ -1706,6 +1748,45 @@ class FunctionEmitter:
             return self.gemm(g, epilogue=epilogue, softmax=softmax)
         g = Gemm(a, b, out, ta, tb, m, n, k, lda, ldb, ldc)
         return self.gemm(g, batch, (sa, sb, sc), epilogue if batch == 1 else None, softmax)
+
+    def _operand_places(self, step: Step, which: Sequence[int] = (0, 1)) -> list[tuple[Ref, int, int]]:
+        """`(where, batch stride, leading dimension)` of a batch matmul step's
+        operands `which`, read in place through their views if they have them."""
+        places = []
+        for i in which:
+            value = step.op.operands[i]
+            view = step.views[i] if step.views else None
+            if view is None:
+                shape = _shape(value)
+                places.append((self.refs[value], shape[1] * shape[2] if shape[0] > 1 else 0, shape[2]))
+            else:
+                places.append((self.refs[view[0]], view[1], view[2]))
+        return places
+
+    def _attention(self, step: Step, out: Ref) -> None:
+        """One call of libbyoc's `byoc_rt_attention`: `step` (a batch matmul by
+        the values) and its `scores` step (queries times keys, softmax), every
+        operand read and the result written in place (views included)."""
+        assert step.scores is not None
+        b = self.b
+        (q, sq, ldq), (k, sk, ldk) = self._operand_places(step.scores)
+        ((v, sv, ldv),) = self._operand_places(step, (1,))
+        heads, rows, width = _shape(step.op.results[0])
+        keys, depth = _shape(step.scores.op.operands[1])[1:]
+        so, ldo = step.out_view or (rows * width if heads > 1 else 0, width)
+        fields = (heads, rows, keys, depth, width, sq, ldq, sk, ldk, sv, ldv, so, ldo)
+        name = f"{self.function.sym_name.data}_heads_{len(self.globals)}"
+        self.globals.append(
+            EmitC_VerbatimOp(f"static const byoc_rt_heads {name} = {{{', '.join(map(str, fields))}}};")
+        )
+        self.uses_libbyoc = True
+        heads_ptr = b.value(EmitC_LiteralOp(f"&{name}", HEADS_PTR))
+        status = b.call(
+            "byoc_rt_attention",
+            [heads_ptr, *(b.pointer(ref) for ref in (q, k, v, out))],
+            results=[i32],
+        ).results[0]
+        self.fail_on(status)
 
     def _libbyoc_conv(
         self,

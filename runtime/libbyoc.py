@@ -50,6 +50,7 @@ SOURCES = (
     "depthwise.c",
     "pool2d.c",
     "softmax.c",
+    "attention.c",
     "conv2d.c",
     "scratch.c",
 )

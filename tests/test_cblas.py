@@ -532,57 +532,127 @@ def test_softmax_along_another_axis_stays_on_the_host():
 # ---------------------------------------------------------------------------
 
 
-def attention(seq: int, heads: int, size: int, lead: bool = True, softmax: bool = True) -> ModuleOp:
+def attention(
+    seq: int, heads: int, size: int, lead: bool = True, softmax: bool = True,
+    keys: int | None = None, width: int | None = None,
+) -> ModuleOp:
     """Multi-head attention on projections [1, seq, heads * size] (or
-    [seq, heads * size] without `lead`): heads split by reshape + transpose
-    (+ reshape to 3-d), scores, softmax, context, heads merged back."""
-    hidden = heads * size
-    flat = (1, seq, hidden) if lead else (seq, hidden)
-    split = (1, seq, heads, size) if lead else (seq, heads, size)
+    [seq, heads * size] without `lead`), keys [1, keys, heads * size] and
+    values [1, keys, heads * width] (keys = seq and width = size unless
+    given): heads split by reshape + transpose (+ reshape to 3-d), scores,
+    softmax, context, heads merged back."""
+    keys, width = keys or seq, width or size
+
+    def shapes(rows: int, cols: int) -> tuple[tuple[int, ...], ...]:
+        flat = (1, rows, heads * cols) if lead else (rows, heads * cols)
+        split = (1, rows, heads, cols) if lead else (rows, heads, cols)
+        return flat, split
+
     swap = (0, 2, 1, 3) if lead else (1, 0, 2)
 
     def body(e: Emit, q, k, v):
-        def heads_of(x):
-            t = e(relay.TransposeOp(e(relay.ReshapeOp(x, split)), swap))
-            return e(relay.ReshapeOp(t, (heads, seq, size))) if lead else t
+        def heads_of(x, rows, cols):
+            t = e(relay.TransposeOp(e(relay.ReshapeOp(x, shapes(rows, cols)[1])), swap))
+            return e(relay.ReshapeOp(t, (heads, rows, cols))) if lead else t
 
-        scores = e(relay.BatchMatmulOp(heads_of(q), heads_of(k), transpose_b=True))
+        scores = e(
+            relay.BatchMatmulOp(heads_of(q, seq, size), heads_of(k, keys, size), transpose_b=True)
+        )
         if softmax:
             scores = e(relay.SoftmaxOp(scores))
-        context = e(relay.BatchMatmulOp(scores, heads_of(v), transpose_b=False))
+        context = e(relay.BatchMatmulOp(scores, heads_of(v, keys, width), transpose_b=False))
         if lead:
-            context = e(relay.ReshapeOp(context, (1, heads, seq, size)))
+            context = e(relay.ReshapeOp(context, (1, heads, seq, width)))
         merged = e(relay.TransposeOp(context, swap))
-        return e(relay.ReshapeOp(merged, flat))
+        return e(relay.ReshapeOp(merged, shapes(seq, width)[0]))
 
-    return build([flat, flat, flat], body)
+    return build([shapes(seq, size)[0], shapes(keys, size)[0], shapes(keys, width)[0]], body)
 
 
-@pytest.mark.parametrize(
-    "seq, heads, size, lead, softmax",
-    [
-        (7, 3, 5, True, True),
-        (1, 2, 3, True, True),
-        (20, 1, 17, True, False),
-        (33, 4, 16, False, True),
-        (128, 12, 64, True, True),
-    ],
-)
-def test_attention_heads_are_read_and_written_in_place(parallel, seq, heads, size, lead, softmax):
-    module = attention(seq, heads, size, lead, softmax)
+HEADS = [
+    # seq, heads, size, lead, softmax, keys, width
+    (7, 3, 5, True, True, None, None),
+    (1, 2, 3, True, True, None, None),
+    (20, 1, 17, True, False, None, None),
+    (33, 4, 16, False, True, None, None),
+    (25, 3, 20, True, True, 70, 33),
+    (13, 2, 40, False, True, 1, 7),
+    (128, 12, 64, True, True, None, None),
+    (64, 2, 64, True, False, None, None),
+]
+
+
+@pytest.mark.parametrize("seq, heads, size, lead, softmax, keys, width", HEADS)
+def test_attention_heads_are_read_and_written_in_place(
+    parallel, seq, heads, size, lead, softmax, keys, width
+):
+    module = attention(seq, heads, size, lead, softmax, keys, width)
     model = check(module, ["cblas", "ccompiler"])
     on_cblas(model, "relay.nn.batch_matmul", "relay.transpose", "relay.reshape")
     assert list(model.sources) == ["cblas.c"]  # no copy on ccompiler
-    if seq == 1:
-        return  # products of one row: sgemv
-    # The queries and keys read in place (lda, ldb: rows `hidden` apart), then
-    # the values read and the context written in place (ldb, ldc).
-    hidden = str(heads * size)
+    source = model.c_source
+    keys, width = keys or seq, width or size
+    q_row, v_row = heads * size, heads * width
+    if softmax:
+        # Both products and the softmax in one call, every operand in place:
+        # heads `size` (or `width`) floats apart, rows a projection's row
+        # apart (a matrix of one row: its own width).
+        fields = re.search(r"static const byoc_rt_heads \w+ = \{([^}]*)\};", source)
+        assert fields is not None and "sgemm" not in source
+        struct = [int(f) for f in fields.group(1).split(", ")]
+        head = 1 if heads > 1 else 0
+        assert struct == [
+            heads, seq, keys, size, width,
+            head * size, q_row if seq > 1 else size, head * size, q_row if keys > 1 else size,
+            head * width, v_row if keys > 1 else width, head * width, v_row if seq > 1 else width,
+        ]
+        return
+    # The queries and keys read in place (lda, ldb: rows a projection's row
+    # apart), then the values read and the context written in place (ldb, ldc).
     scores, context = (
-        call.split(", ") for call in re.findall(r"scipy_cblas_sgemm\(([^;]*)\);", model.c_source)
+        call.split(", ") for call in re.findall(r"scipy_cblas_sgemm\(([^;]*)\);", source)
     )
-    assert scores[8] == scores[10] == hidden
-    assert context[10] == context[13] == hidden
+    assert scores[8] == scores[10] == str(q_row)
+    assert context[10] == context[13] == str(v_row)
+
+
+@pytest.mark.parametrize(
+    "batch, seq, keys, depth, width", [(3, 5, 7, 4, 9), (2, 40, 33, 17, 70), (1, 12, 129, 64, 16)]
+)
+def test_scores_softmax_and_values_are_one_attention_call(batch, seq, keys, depth, width):
+    module = build(
+        [(batch, seq, depth), (batch, keys, depth), (batch, keys, width)],
+        lambda e, q, k, v: e(
+            relay.BatchMatmulOp(
+                e(relay.SoftmaxOp(e(relay.BatchMatmulOp(q, k)))), v, transpose_b=False
+            )
+        ),
+    )
+    model = check(module)
+    source = model.c_source
+    assert source.count("byoc_rt_attention(") == 1 and "sgemm" not in source
+    fields = re.search(r"static const byoc_rt_heads \w+ = \{([^}]*)\};", source)
+    assert fields is not None
+    head = 0 if batch == 1 else 1
+    assert [int(f) for f in fields.group(1).split(", ")] == [
+        batch, seq, keys, depth, width, head * seq * depth, depth, head * keys * depth, depth,
+        head * keys * width, width, head * seq * width, width,
+    ]
+    # Large scores: the softmax's exponentials underflow but for the maximum.
+    args = inputs(module)
+    args[0] = args[0] * np.float32(60.0)
+    (want,) = byoc.run_reference(module, args)
+    np.testing.assert_allclose(model(*args), want, rtol=RTOL, atol=ATOL)
+
+
+def test_scores_read_elsewhere_are_not_fused():
+    def body(e: Emit, q, k, v):
+        probs = e(relay.SoftmaxOp(e(relay.BatchMatmulOp(q, k))))
+        return e(relay.BatchMatmulOp(probs, v, transpose_b=False)), probs
+
+    module = build([(2, 6, 8), (2, 5, 8), (2, 5, 3)], body)
+    source = check(module).c_source
+    assert "byoc_rt_attention" not in source and "byoc_rt_softmax(" in source
 
 
 def test_reshaped_strides_are_numpys():

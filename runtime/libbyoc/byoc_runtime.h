@@ -176,6 +176,25 @@ int32_t byoc_rt_dense(const byoc_rt_product *product, const float *a, const floa
  * it just computed. `out` may be `data` (in place). Returns BYOC_RT_OK. */
 int32_t byoc_rt_softmax(int64_t rows, int64_t length, const float *data, float *out);
 
+/* ---- Attention --------------------------------------------------------------
+ * For each head h < heads and query row i < rows:
+ *   out[h, i, :] = softmax_j(sum_d Q[h, i, d] K[h, j, d]) V[h, j, :]
+ * (j < keys, d < depth, the output `width` wide): relay.nn.batch_matmul of
+ * the queries and the keys transposed, relay.nn.softmax along the keys, and
+ * relay.nn.batch_matmul by the values, with no scale (byoc-simplify folds
+ * attention's 1/sqrt(depth) into the queries). Each operand's rows are
+ * contiguous; element [h, i, c] of Q is at q[h * q_head + i * q_row + c], and
+ * the same for K, V and out (attention's heads read in place in [S, H*D]
+ * projections: head stride D, row stride H*D). Returns BYOC_RT_OK or
+ * BYOC_RT_OUT_OF_MEMORY. */
+typedef struct byoc_rt_heads {
+  int64_t heads, rows, keys, depth, width;
+  int64_t q_head, q_row, k_head, k_row, v_head, v_row, o_head, o_row;
+} byoc_rt_heads;
+
+int32_t byoc_rt_attention(const byoc_rt_heads *heads, const float *q, const float *k,
+                          const float *v, float *out);
+
 /* ---- int8 products ----------------------------------------------------------
  * tile[r * row_step + u * unit_step] = sum_k data[(first_row + r) * stride + k]
  * * w[u][k] for r < rows, u < units, k < depth: data unsigned bytes, w signed

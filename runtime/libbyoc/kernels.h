@@ -120,4 +120,7 @@ BYOC_HIDDEN float *byoc_thread_scratch(size_t floats);
  * parallel loop while it holds it. */
 BYOC_HIDDEN float *byoc_task_scratch(size_t floats);
 
+/* Softmax of the `n` floats at x into y (may be x): softmax.c. */
+BYOC_HIDDEN void byoc_softmax_row(const float *x, float *y, int64_t n);
+
 #endif

@@ -71,7 +71,7 @@ static inline vec exp_nonpositive(vec x) {
 }
 
 /* x and y may be the same row (in place). */
-static void softmax_row(const float *x, float *y, int64_t n) {
+void byoc_softmax_row(const float *x, float *y, int64_t n) {
   const float minus_inf = -__builtin_inff();
   int64_t full = n / LANES * LANES, rest = n - full;
   vec m0 = splat(minus_inf), m1 = m0;
@@ -118,6 +118,6 @@ static void softmax_row(const float *x, float *y, int64_t n) {
 
 int32_t byoc_rt_softmax(int64_t rows, int64_t length, const float *data, float *out) {
   for (int64_t r = 0; r < rows; r++)
-    softmax_row(data + r * length, out + r * length, length);
+    byoc_softmax_row(data + r * length, out + r * length, length);
   return BYOC_RT_OK;
 }
