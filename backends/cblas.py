@@ -6,7 +6,9 @@ straight on the input for 1x1 stride-1 convolutions), and the composites
 that end a dense or conv2d with a bias and/or relu. A batch matmul reads its
 operands and writes its result through reshapes and transposes in place when
 their strides allow (attention's heads: `view_check`), and normalises its
-rows after each product in a `batch_matmul_softmax` composite. A conv2d or dense with a
+rows after each product in a `batch_matmul_softmax` composite; libbyoc
+computes such a composite and the batch matmul by the values after it in one
+pass (`byoc_rt_attention`), and layer_norm along the last axis. A conv2d or dense with a
 constant weight is computed by libbyoc's kernels instead (`alter_op` packs
 the weight at compile time: relay.nn.conv2d_packed, relay.nn.dense_packed),
 which also fuse a residual add, clip and (dense) gelu; libbyoc's
@@ -546,6 +548,17 @@ def global_pool_check(op: Operation) -> str | None:
     return None
 
 
+def layer_norm_check(op: Operation) -> str | None:
+    """Takes float32 layer_norm along the last axis: libbyoc's kernel, rows
+    across the pool (a transformer's norms between its cblas functions)."""
+    if reason := _float32(op):
+        return reason
+    rank = len(_shape(op.operands[0]))
+    if relay.normalize_axis(op.attrs()["axis"], rank, op.name) != rank - 1:
+        return "the layer_norm is not along the last axis"
+    return None
+
+
 def dense_packed_check(op: Operation) -> str | None:
     """Takes float32 dense_packed (what `alter_op` makes of a dense with a constant
     weight): libbyoc's kernel."""
@@ -568,6 +581,7 @@ KERNEL_CHECKS = {
     relay.MaxPool2dOp.name: pool_check,
     relay.AvgPool2dOp.name: pool_check,
     relay.GlobalAvgPool2dOp.name: global_pool_check,
+    relay.LayerNormOp.name: layer_norm_check,
 }
 """The ops computed by sgemm or libbyoc, and their checks."""
 
@@ -1550,6 +1564,9 @@ class FunctionEmitter:
         elif isinstance(op, relay.MaxPool2dOp | relay.AvgPool2dOp | relay.GlobalAvgPool2dOp):
             self._libbyoc_pool(op, out)
             return
+        elif isinstance(op, relay.LayerNormOp):
+            self._libbyoc_layer_norm(op, out)
+            return
         else:
             assert step.source is not None
             self.epilogue(self.refs[step.source], out, shape, step.epilogue)
@@ -1863,6 +1880,28 @@ class FunctionEmitter:
             results=[i32],
         ).results[0]
         self.fail_on(status)
+
+    def _libbyoc_layer_norm(self, op: relay.LayerNormOp, out: Ref) -> None:
+        """One call of libbyoc's `byoc_rt_layer_norm` over the rows of the last
+        axis; gamma and beta NULL when the op does not scale or centre."""
+        b = self.b
+        data, gamma, beta = op.operands
+        shape = _shape(data)
+        attrs = op.attrs()
+        self.uses_libbyoc = True
+        null = b.value(EmitC_LiteralOp("NULL", F32_PTR))
+        operands = [
+            b.pointer(self.refs[data]),
+            b.pointer(self.refs[gamma]) if attrs["scale"] else null,
+            b.pointer(self.refs[beta]) if attrs["center"] else null,
+            b.pointer(out),
+        ]
+        args = [
+            IntegerAttr(math.prod(shape[:-1]), i64), IntegerAttr(shape[-1], i64),
+            _operand(0), _operand(1), _operand(2), FloatAttr(float(attrs["epsilon"]), f32),
+            _operand(3),
+        ]
+        b.call("byoc_rt_layer_norm", operands, args)
 
     def _libbyoc_pool(
         self, op: relay.MaxPool2dOp | relay.AvgPool2dOp | relay.GlobalAvgPool2dOp, out: Ref

@@ -51,6 +51,7 @@ SOURCES = (
     "pool2d.c",
     "softmax.c",
     "attention.c",
+    "layer_norm.c",
     "conv2d.c",
     "scratch.c",
 )

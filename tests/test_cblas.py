@@ -689,6 +689,50 @@ def test_a_reshape_into_a_dense_is_not_taken():
 
 
 # ---------------------------------------------------------------------------
+# layer_norm in libbyoc
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape, scale, center",
+    [
+        ((3, 1), True, True),
+        ((5, 15), True, True),
+        ((2, 4, 16), False, True),
+        ((7, 17), True, False),
+        ((300, 69), False, False),
+        ((128, 768), True, True),
+        ((3, 1000), True, True),
+    ],
+)
+def test_layer_norm_matches_the_reference(shape, scale, center):
+    module = build(
+        [shape, shape[-1:], shape[-1:]],
+        lambda e, x, g, b: e(relay.LayerNormOp(x, g, b, epsilon=1e-6, scale=scale, center=center)),
+    )
+    model = byoc.compile(module, targets=["cblas"])
+    on_cblas(model, "relay.nn.layer_norm")
+    assert "byoc_rt_layer_norm(" in model.c_source
+    args = inputs(module)
+    # Rows far from 0 against their spread: the variance must come from
+    # centred values (E[x^2] - mean^2 would lose 4 of float32's 7 digits).
+    for offset in (0.0, 100.0):
+        shifted = [args[0] + np.float32(offset), *args[1:]]
+        (want,) = byoc.run_reference(module, shifted)
+        np.testing.assert_allclose(model(*shifted), want, rtol=RTOL, atol=1e-4)
+
+
+def test_layer_norm_along_another_axis_stays_on_the_host():
+    module = build(
+        [(4, 6, 5), (6,), (6,)], lambda e, x, g, b: e(relay.LayerNormOp(x, g, b, axis=1))
+    )
+    assert reasons(module, ["cblas"])["relay.nn.layer_norm"] == [
+        "the layer_norm is not along the last axis"
+    ]
+    assert "relay.nn.layer_norm" in host_ir(check(module))
+
+
+# ---------------------------------------------------------------------------
 # What cblas declines, and why
 # ---------------------------------------------------------------------------
 

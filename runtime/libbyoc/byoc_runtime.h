@@ -176,6 +176,15 @@ int32_t byoc_rt_dense(const byoc_rt_product *product, const float *a, const floa
  * it just computed. `out` may be `data` (in place). Returns BYOC_RT_OK. */
 int32_t byoc_rt_softmax(int64_t rows, int64_t length, const float *data, float *out);
 
+/* ---- Layer normalisation -----------------------------------------------------
+ * out[r, :] = (data[r, :] - mean) / sqrt(var + epsilon) * gamma + beta for
+ * each of `rows` contiguous rows of `length` float32 (relay.nn.layer_norm
+ * along the last axis: mean and population variance of the row; `gamma` and
+ * `beta` [length], either may be NULL: 1 and 0), rows split across the
+ * pool. Returns BYOC_RT_OK. */
+int32_t byoc_rt_layer_norm(int64_t rows, int64_t length, const float *data, const float *gamma,
+                           const float *beta, float epsilon, float *out);
+
 /* ---- Attention --------------------------------------------------------------
  * For each head h < heads and query row i < rows:
  *   out[h, i, :] = softmax_j(sum_d Q[h, i, d] K[h, j, d]) V[h, j, :]
