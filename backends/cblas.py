@@ -794,6 +794,9 @@ class Step:
     """A batch matmul by the values whose first operand is this attention
     scores step (queries times keys, softmax), fused: libbyoc's
     byoc_rt_attention computes both products and the softmax between them."""
+    pool: Operation | None = None
+    """A pool of a conv2d_packed's output (after its epilogue), computed with
+    it by byoc_rt_conv2d_pool2d (`_pools_with`); `result` is the pool's."""
 
     def reads(self) -> list[SSAValue]:
         chain = {self.op.results[0], *(o.results[0] for o in self.fused)}
@@ -904,6 +907,14 @@ def plan_steps(function: func.FuncOp) -> list[Step]:
                     f"batch_matmul (@{function.sym_name.data})"
                 )
             step = Step(op, op.results[0], _add_epilogue(Epilogue(), op), source=source)
+        elif op.operands and (conv := open_steps.get(op.operands[0])) is not None and _pools_with(
+            conv, op, len(list(op.operands[0].uses)), op.operands[0] in returned
+        ):
+            del open_steps[op.operands[0]]  # nothing fuses after the pool
+            conv.pool = op
+            conv.fused.append(op)
+            conv.result = op.results[0]
+            continue
         elif op.name in KERNEL_CHECKS:
             step = Step(op, op.results[0], Epilogue())
             if is_depthwise(op):
@@ -973,6 +984,35 @@ def _view_chain(value: SSAValue, step: Step) -> list[Operation]:
         chain.append(value.owner)
         value = value.owner.operands[0]
     return chain
+
+
+POOL_WITH_CONV_BYTES = 512 * 1024
+"""A conv's output from this size on is pooled with it, a band of rows at a
+time in cache (`_pools_with`)."""
+
+
+def _pools_with(step: Step, op: Operation, uses: int, returned: bool) -> bool:
+    """Whether `op` pools `step`'s conv2d_packed in one libbyoc call
+    (byoc_rt_conv2d_pool2d), the conv's output never written whole: a max or
+    average pool with column stride 2 and a kernel of at most 3x3 (what
+    byoc_rt_pool2d computes a row at a time in registers), the only reader of
+    a COLUMNS conv's output of one group, no residual, at least
+    POOL_WITH_CONV_BYTES. SqueezeNet's first conv (3->64, 3x3 stride 2)
+    wrote 3.2 MB, more than a core's L2, that its max pool read back: each
+    line was fetched from L3 or memory to be written, and again to be read."""
+    conv = step.op
+    if not isinstance(op, relay.MaxPool2dOp | relay.AvgPool2dOp) or uses != 1 or returned:
+        return False
+    if not isinstance(conv, relay.Conv2dPackedOp) or step.epilogue.residual is not None:
+        return False
+    attrs, pool = conv.attrs(), op.attrs()
+    if attrs.get("kernel_layout") != "OIHW32o" or attrs["groups"] != 1 or pool_check(op):
+        return False
+    kh, kw = pool["pool_size"]  # type: ignore[misc]
+    _, sw = pool["strides"]  # type: ignore[misc]
+    size = _shape(step.result)
+    large = math.prod(size) * 4 >= POOL_WITH_CONV_BYTES
+    return sw == 2 and 2 <= kw <= 3 and kh <= 3 and size[3] > 32 and large
 
 
 def _check_shuffles(
@@ -1555,6 +1595,9 @@ class FunctionEmitter:
         elif isinstance(op, relay.Conv2dOp):
             self._conv2d(op, out, col, step.epilogue)
             return  # applies its epilogue image by image
+        elif isinstance(op, relay.Conv2dPackedOp) and step.pool is not None:
+            self._libbyoc_conv_pool(op, step.pool, out, step.epilogue)  # type: ignore[arg-type]
+            return  # the kernel applies the epilogue, then pools
         elif isinstance(op, relay.Conv2dPackedOp):
             self._libbyoc_conv("byoc_rt_conv2d", op, out, step.epilogue)
             return  # the kernel applies the epilogue
@@ -1823,6 +1866,49 @@ class FunctionEmitter:
         groups_shuffled = 0
         if shuffle is not None:
             data, groups_shuffled = shuffle
+        name = self._conv_struct(op, data, epilogue, groups_shuffled)
+        conv = b.value(EmitC_LiteralOp(f"&{name}", CONV_PTR))
+        null = b.value(EmitC_LiteralOp("NULL", F32_PTR))
+        optional = [
+            b.pointer(self.refs[v]) if v is not None else null
+            for v in (epilogue.bias, epilogue.residual)
+        ]
+        status = b.call(
+            kernel,
+            [conv, b.pointer(self.refs[data]), b.pointer(self.refs[weight]), *optional,
+             b.pointer(out)],
+            results=[i32],
+        ).results[0]
+        self.fail_on(status)
+
+    def _libbyoc_conv_pool(
+        self, op: relay.Conv2dPackedOp, pool_op: relay.MaxPool2dOp | relay.AvgPool2dOp, out: Ref,
+        epilogue: Epilogue,
+    ) -> None:
+        """One call of libbyoc's `byoc_rt_conv2d_pool2d`: the conv (its epilogue
+        without a residual) and the pool of its output, by bands of rows."""
+        b = self.b
+        data, weight = op.operands
+        conv = b.value(EmitC_LiteralOp(f"&{self._conv_struct(op, data, epilogue, 0)}", CONV_PTR))
+        pool = b.value(EmitC_LiteralOp(f"&{self._pool_struct(pool_op)}", POOL_PTR))
+        bias = b.pointer(self.refs[epilogue.bias]) if epilogue.bias is not None else b.value(
+            EmitC_LiteralOp("NULL", F32_PTR)
+        )
+        status = b.call(
+            "byoc_rt_conv2d_pool2d",
+            [conv, pool, b.pointer(self.refs[data]), b.pointer(self.refs[weight]), bias,
+             b.pointer(out)],
+            results=[i32],
+        ).results[0]
+        self.fail_on(status)
+
+    def _conv_struct(
+        self, op: relay.Conv2dOp | relay.Conv2dPackedOp, data: SSAValue, epilogue: Epilogue,
+        groups_shuffled: int,
+    ) -> str:
+        """A `static const byoc_rt_conv` of `op`'s shape (reading `data`) and
+        activation, by name."""
+        weight = op.operands[1]
         attrs = op.attrs()
         n, c, h, w = _shape(data)
         _, o, oh, ow = _shape(op.results[0])
@@ -1840,19 +1926,7 @@ class FunctionEmitter:
         values = ", ".join([*map(str, fields), _c_float(low), _c_float(high), str(groups_shuffled)])
         self.globals.append(EmitC_VerbatimOp(f"static const byoc_rt_conv {name} = {{{values}}};"))
         self.uses_libbyoc = True
-        null = b.value(EmitC_LiteralOp("NULL", F32_PTR))
-        optional = [
-            b.pointer(self.refs[v]) if v is not None else null
-            for v in (epilogue.bias, epilogue.residual)
-        ]
-        conv = b.value(EmitC_LiteralOp(f"&{name}", CONV_PTR))
-        status = b.call(
-            kernel,
-            [conv, b.pointer(self.refs[data]), b.pointer(self.refs[weight]), *optional,
-             b.pointer(out)],
-            results=[i32],
-        ).results[0]
-        self.fail_on(status)
+        return name
 
     def _libbyoc_dense(self, op: relay.DensePackedOp, out: Ref, epilogue: Epilogue) -> None:
         """One call of libbyoc's `byoc_rt_dense`, its shape a `static const`
@@ -1910,6 +1984,15 @@ class FunctionEmitter:
         average pool is an average pool of the whole plane), its shape a
         `static const` struct."""
         b = self.b
+        pool = b.value(EmitC_LiteralOp(f"&{self._pool_struct(op)}", POOL_PTR))
+        data = b.pointer(self.refs[op.operands[0]])
+        status = b.call("byoc_rt_pool2d", [pool, data, b.pointer(out)], results=[i32]).results[0]
+        self.fail_on(status)
+
+    def _pool_struct(
+        self, op: relay.MaxPool2dOp | relay.AvgPool2dOp | relay.GlobalAvgPool2dOp
+    ) -> str:
+        """A `static const byoc_rt_pool` of `op`'s shape, by name."""
         (data,) = op.operands
         attrs = op.attrs()
         n, c, h, w = _shape(data)
@@ -1929,11 +2012,7 @@ class FunctionEmitter:
             EmitC_VerbatimOp(f"static const byoc_rt_pool {name} = {{{', '.join(map(str, fields))}}};")
         )
         self.uses_libbyoc = True
-        pool = b.value(EmitC_LiteralOp(f"&{name}", POOL_PTR))
-        status = b.call(
-            "byoc_rt_pool2d", [pool, b.pointer(self.refs[data]), b.pointer(out)], results=[i32]
-        ).results[0]
-        self.fail_on(status)
+        return name
 
     def fail_on(self, status: SSAValue) -> None:
         """`if (status) return status;`, freeing the scratch allocation first."""

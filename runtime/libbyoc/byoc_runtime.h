@@ -152,6 +152,17 @@ typedef struct byoc_rt_pool {
 
 int32_t byoc_rt_pool2d(const byoc_rt_pool *pool, const float *data, float *out);
 
+/* out = pool(conv(data)): byoc_rt_conv2d's output, its epilogue without a
+ * residual, pooled by byoc_rt_pool2d (the pool's input is the conv's
+ * output), but the conv's output rows are computed a band at a time and
+ * pooled while in cache, never written whole (when `conv` is BYOC_RT_COLUMNS
+ * with one group and the pool has column stride 2 and a kernel of at most
+ * 3x3; otherwise the two one after the other through a buffer of the conv's
+ * output). Returns as the two do. */
+int32_t byoc_rt_conv2d_pool2d(const byoc_rt_conv *conv, const byoc_rt_pool *pool,
+                              const float *data, const float *weight, const float *bias,
+                              float *out);
+
 /* ---- Matrix products -------------------------------------------------------
  * out[M, N] = act(a[M, K] x W[N, K]^T + bias + residual), row-major float32,
  * W packed at compile time as relay.nn.dense_packed defines

@@ -31,6 +31,7 @@
 #define _GNU_SOURCE
 #include "byoc_runtime.h"
 #include "kernels.h"
+#include "pool2d.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -220,35 +221,39 @@ static const stride2_fn stride2_rows[2][2][3] = {
     {{stride2_1_1_2, stride2_1_2_2, stride2_1_3_2}, {stride2_1_1_3, stride2_1_2_3, stride2_1_3_3}},
 };
 
-/* A plane of a pool with column stride 2 in registers, its output rows in one
- * loop: those whose kh kernel rows all lie in the plane inlined with kh a
- * constant (a call per row took a third of a 27x27 plane's time), the
- * others (padding) through stride2_rows. */
+/* Output rows [y0, y1) of a plane of a pool with column stride 2 in
+ * registers, in one loop: those whose kh kernel rows all lie in the plane
+ * inlined with kh a constant (a call per row took a third of a 27x27
+ * plane's time), the others (padding) through stride2_rows. The plane's
+ * input rows from `row0` on are at `src`, w floats each (all of them for a
+ * whole plane; a band of them for a fused conv, conv2d.c); output row y at
+ * dst + y * ow. */
 static inline __attribute__((always_inline)) void
 plane_stride2(const int is_max, const int kh, const int kw, const byoc_rt_pool *p,
-              const float *src, float *dst, const float *end, const float *divisor) {
-  int64_t h = p->height, w = p->width, oh = p->out_height, ow = p->out_width;
+              const float *src, int64_t row0, int64_t y0, int64_t y1, float *dst,
+              const float *end, const float *divisor) {
+  int64_t h = p->height, w = p->width, ow = p->out_width;
   int64_t sh = p->stride_h, top = p->pad_top, left = p->pad_left;
   /* Whether a stored output reads a column past the row (right padding or
    * ceil_mode); else the loads may run on into the next row. */
   int overhang = (ow - 1) * 2 + kw - left > w;
   int64_t low_y = p->count_include_pad ? -top : 0;
   int64_t high_y = p->count_include_pad ? h + p->pad_bottom : h;
-  for (int64_t y = 0; y < oh; y++) {
+  for (int64_t y = y0; y < y1; y++) {
     int64_t first = y * sh - top;
     float *to = dst + y * ow;
     float counted = (float)taps_in(first, kh, low_y, high_y);
     const float *rows[3] = {NULL, NULL, NULL};
     if (first >= 0 && first + kh <= h) {
       for (int r = 0; r < kh; r++)
-        rows[r] = src + (first + r) * w;
+        rows[r] = src + (first + r - row0) * w;
       int64_t limit = overhang ? w : end - rows[kh - 1];
       row_stride2(is_max, kh, kw, rows, w, limit, ow, left, counted, divisor, to);
       continue;
     }
     int64_t count = 0;
     for (int64_t r = max64(first, 0); r < min64(first + kh, h); r++)
-      rows[count++] = src + r * w;
+      rows[count++] = src + (r - row0) * w;
     if (count == 0) { /* windows in the padding only: -inf, or 0 / count */
       for (int64_t x = 0; x < ow; x += LANES)
         store_lanes(to + x, splat(is_max ? -__builtin_inff() : 0.0f), min64(LANES, ow - x));
@@ -259,12 +264,14 @@ plane_stride2(const int is_max, const int kh, const int kw, const byoc_rt_pool *
   }
 }
 
-typedef void (*plane_fn)(const byoc_rt_pool *, const float *, float *, const float *, const float *);
+typedef void (*plane_fn)(const byoc_rt_pool *, const float *, int64_t, int64_t, int64_t, float *,
+                         const float *, const float *);
 #define PLANE2(is_max, kh, kw)                                                          \
   static void plane2_##is_max##_##kh##_##kw(const byoc_rt_pool *p, const float *src,    \
+                                            int64_t row0, int64_t y0, int64_t y1,       \
                                             float *dst, const float *end,               \
                                             const float *divisor) {                     \
-    plane_stride2(is_max, kh, kw, p, src, dst, end, divisor);                           \
+    plane_stride2(is_max, kh, kw, p, src, row0, y0, y1, dst, end, divisor);             \
   }
 #define PLANE2_ROWS(is_max, kw) PLANE2(is_max, 1, kw) PLANE2(is_max, 2, kw) PLANE2(is_max, 3, kw)
 PLANE2_ROWS(0, 2) PLANE2_ROWS(0, 3) PLANE2_ROWS(1, 2) PLANE2_ROWS(1, 3)
@@ -327,6 +334,35 @@ static float whole_plane(const float *src, int64_t count, int is_max) {
   return is_max ? total : total / (float)count;
 }
 
+void byoc_pool_divisor(const byoc_rt_pool *p, float *divisor) {
+  int64_t w = p->width, ow = p->out_width, left = p->pad_left;
+  int64_t low_x = p->count_include_pad ? -left : 0;
+  int64_t high_x = p->count_include_pad ? w + p->pad_right : w;
+  for (int64_t x = 0; x < ceil_div(ow, LANES) * LANES; x++)
+    divisor[x] = (float)taps_in(min64(x, ow - 1) * p->stride_w - left, p->kernel_w, low_x, high_x);
+}
+
+int byoc_pool_in_registers(const byoc_rt_pool *p) {
+#ifdef __AVX512F__
+  /* Rows of two vectors or less go faster in two passes. */
+  return p->stride_w == 2 && p->kernel_w >= 2 && p->kernel_w <= 3 && p->kernel_h <= 3 &&
+         p->width > 2 * LANES;
+#else
+  (void)p;
+  return 0;
+#endif
+}
+
+void byoc_pool_rows(const byoc_rt_pool *p, const float *src, int64_t row0, int64_t y0, int64_t y1,
+                    float *dst, const float *end, const float *divisor) {
+#ifdef __AVX512F__
+  stride2_planes[p->kind == BYOC_RT_MAX_POOL][p->kernel_w - 2][p->kernel_h - 1](p, src, row0, y0, y1,
+                                                                            dst, end, divisor);
+#else
+  (void)p, (void)src, (void)row0, (void)y0, (void)y1, (void)dst, (void)end, (void)divisor;
+#endif
+}
+
 /* Planes [index * per, (index + 1) * per) of all images. */
 static void pool_chunk(void *context, int64_t index) {
   pool_job *j = context;
@@ -358,10 +394,7 @@ static void pool_chunk(void *context, int64_t index) {
    * padding): per output, (rows counted) x (columns counted), at least 1. */
   int64_t low_y = p->count_include_pad ? -top : 0;
   int64_t high_y = p->count_include_pad ? h + p->pad_bottom : h;
-  int64_t low_x = p->count_include_pad ? -left : 0;
-  int64_t high_x = p->count_include_pad ? w + p->pad_right : w;
-  for (int64_t x = 0; x < columns; x++)
-    divisor[x] = (float)taps_in(min64(x, ow - 1) * sw - left, kw, low_x, high_x);
+  byoc_pool_divisor(p, divisor);
   int64_t planes = p->batch * p->channels;
   if (j->whole) {
     for (int64_t plane = index * j->per; plane < min64(planes, (index + 1) * j->per); plane++)
@@ -373,7 +406,7 @@ static void pool_chunk(void *context, int64_t index) {
     float *dst = j->out + plane * oh * ow;
 #ifdef __AVX512F__
     if (j->in_registers) {
-      stride2_planes[is_max][kw - 2][kh - 1](p, src, dst, j->data + planes * h * w, divisor);
+      stride2_planes[is_max][kw - 2][kh - 1](p, src, 0, 0, oh, dst, j->data + planes * h * w, divisor);
       continue;
     }
 #endif
@@ -458,11 +491,7 @@ int32_t byoc_rt_pool2d(const byoc_rt_pool *p, const float *data, float *out) {
       .padded = padded,
       .whole = p->out_height == 1 && p->out_width == 1 && p->kernel_h == p->height &&
                p->kernel_w == p->width && !padded && p->pad_bottom == 0 && p->pad_right == 0,
-#ifdef __AVX512F__
-      /* Rows of two vectors or less go faster in two passes. */
-      .in_registers = p->stride_w == 2 && p->kernel_w >= 2 && p->kernel_w <= 3 &&
-                      p->kernel_h <= 3 && p->width > 2 * LANES,
-#endif
+      .in_registers = byoc_pool_in_registers(p),
       .reach = reach,
       .line = padded ? pitch : ceil_div(reach, LANES) * LANES,
       .per = per,
