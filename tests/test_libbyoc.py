@@ -525,22 +525,32 @@ def chunk_threads(chunks: int, meet: bool, seconds: float = 0.0) -> set[int]:
     `chunks` chunks. With `meet`, each chunk waits (at most a minute) until a
     second thread has run one: the chunk a thread holds cannot be taken from
     it, so the pool's second thread must take the other, however busy the
-    machine (no timing is measured). Each chunk lasts at least `seconds`."""
+    machine (no timing is measured). A loop the pool runs on its caller alone
+    instead (it backs off while a worker it woke has not come: a busy
+    machine) is run again until one runs on the pool: a test's loops alone
+    are its `backed_off` loops. Each chunk lasts at least `seconds`."""
     ffi, process = parallel_for()
-    lock, met, seen = threading.Lock(), threading.Event(), set()
+    deadline = time.monotonic() + 60
+    while True:
+        lock, met, alone, seen = threading.Lock(), threading.Event(), threading.Event(), set()
+        alone_before = libbyoc.pool_stats()["alone"]
 
-    @ffi.callback("void(void *, int64_t)")
-    def task(context, index):
-        with lock:
-            seen.add(threading.get_ident())
-            if len(seen) > 1:
-                met.set()
-        if meet:
-            met.wait(60)
-        time.sleep(seconds)
+        @ffi.callback("void(void *, int64_t)")
+        def task(context, index):
+            with lock:
+                seen.add(threading.get_ident())
+                if len(seen) > 1:
+                    met.set()
+            while meet and not met.wait(0.005):
+                if libbyoc.pool_stats()["alone"] > alone_before or time.monotonic() > deadline:
+                    alone.set()
+                    break
+            time.sleep(seconds)
 
-    process.byoc_rt_parallel_for(chunks, task, ffi.NULL)
-    return seen
+        process.byoc_rt_parallel_for(chunks, task, ffi.NULL)
+        if not alone.is_set() or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.01)
 
 
 def test_the_thread_setting_reaches_the_pool_after_it_ran():
@@ -575,7 +585,7 @@ def test_the_pool_counts_its_loops_and_chunks():
         assert len(chunk_threads(8, meet=True)) == 2
         after = libbyoc.pool_stats()
         change = {k: after[k] - start[k] for k in start}
-        assert change["loops"] == 1 and change["alone"] == 0 and change["chunks"] == 8
+        assert change["loops"] == 1 and change["alone"] == change["backed_off"] and change["chunks"] == 8
         assert 1 <= change["worker_chunks"] <= 7 and change["missed"] == 0
         assert change["loop_ns"] > 0 and all(v >= 0 for v in change.values())
         byoc.set_threads(1)
@@ -634,7 +644,8 @@ def test_a_worker_that_holds_the_caller_up_makes_a_late_loop():
     assert change["wait_ns"] >= 0.5e9
     assert all(threads == {caller} for threads in alone) or not in_time
     assert backed_off["backed_off"] - after["backed_off"] == (2 if in_time else backed_off["alone"] - after["alone"])
-    assert last["loops"] - backed_off["loops"] == 1 and last["backed_off"] == backed_off["backed_off"]
+    assert last["loops"] - backed_off["loops"] == 1
+    assert last["backed_off"] - backed_off["backed_off"] == last["alone"] - backed_off["alone"]
     # The worker spins 400 us after its chunk: if the loops alone began well
     # within that (the caller was not descheduled meanwhile), and nothing
     # preempted the worker, it did not fall asleep during them (4 ms each).
