@@ -520,6 +520,10 @@ def parallel_for():
     return ffi, ffi.dlopen(None)
 
 
+LAST_LOOP: dict[str, int] = {}
+"""What libbyoc's pool counted during chunk_threads' last loop (for messages)."""
+
+
 def chunk_threads(chunks: int, meet: bool, seconds: float = 0.0) -> set[int]:
     """The Python threads that ran the chunks of one byoc_rt_parallel_for of
     `chunks` chunks. With `meet`, each chunk waits (at most a minute) until a
@@ -547,7 +551,11 @@ def chunk_threads(chunks: int, meet: bool, seconds: float = 0.0) -> set[int]:
                     break
             time.sleep(seconds)
 
+        start = libbyoc.pool_stats()
         process.byoc_rt_parallel_for(chunks, task, ffi.NULL)
+        end = libbyoc.pool_stats()
+        LAST_LOOP.clear()
+        LAST_LOOP.update({k: end[k] - start[k] for k in start if end[k] != start[k]})
         if not alone.is_set() or time.monotonic() > deadline:
             return seen
         time.sleep(0.01)
@@ -566,7 +574,7 @@ def test_the_thread_setting_reaches_the_pool_after_it_ran():
         # OpenBLAS stays single-threaded inside the pool's chunks.
         assert cblas.get_threads() == (1 if libbyoc.parallel_code() else 2)
         ran = chunk_threads(2, meet=True)
-        assert len(ran) == 2 and threading.get_ident() in ran
+        assert len(ran) == 2 and threading.get_ident() in ran, LAST_LOOP
     finally:
         byoc.set_threads(before)
     for bad in (0, -1, 1.5, True):
@@ -582,7 +590,7 @@ def test_the_pool_counts_its_loops_and_chunks():
     try:
         byoc.set_threads(2)
         start = libbyoc.pool_stats()
-        assert len(chunk_threads(8, meet=True)) == 2
+        assert len(chunk_threads(8, meet=True)) == 2, LAST_LOOP
         after = libbyoc.pool_stats()
         change = {k: after[k] - start[k] for k in start}
         assert change["loops"] == 1 and change["alone"] == change["backed_off"] and change["chunks"] == 8
