@@ -10,12 +10,9 @@
  */
 #include "byoc_runtime.h"
 #include "kernels.h"
+#include "row_ends.h"
 
 #include <math.h>
-#include <string.h>
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
 
 typedef struct norm_job {
   int64_t rows, length, per;
@@ -23,38 +20,6 @@ typedef struct norm_job {
   float epsilon;
   float *out;
 } norm_job;
-
-/* The first `count` (< LANES) floats at `src`, the other lanes 0. */
-static inline vec load_part(const float *src, int64_t count) {
-#ifdef __AVX512F__
-  return (vec)_mm512_maskz_loadu_ps((__mmask16)((1u << count) - 1), src);
-#else
-  float lane[LANES] = {0};
-  memcpy(lane, src, (size_t)count * sizeof(float));
-  return load(lane);
-#endif
-}
-
-static inline void store_part(float *dst, vec v, int64_t count) {
-#ifdef __AVX512F__
-  _mm512_mask_storeu_ps(dst, (__mmask16)((1u << count) - 1), (__m512)v);
-#else
-  float lane[LANES];
-  store(lane, v);
-  memcpy(dst, lane, (size_t)count * sizeof(float));
-#endif
-}
-
-static inline float lanes_sum(vec v) {
-#ifdef __AVX512F__
-  return _mm512_reduce_add_ps((__m512)v);
-#else
-  float s = 0.0f;
-  for (int l = 0; l < LANES; l++)
-    s += v[l];
-  return s;
-#endif
-}
 
 /* The sum over the row of x - centre, or of its squares: four vector
  * accumulators, the end a masked vector whose absent lanes count nothing. */
@@ -71,7 +36,7 @@ static float row_sum(const float *x, int64_t n, float centre, int square) {
   for (int a = 0; i < n; i += LANES, a++) {
     int64_t count = min64(LANES, n - i);
     vec v = count == LANES ? load(x + i) - c
-                           : blend(lane < (float)count, load_part(x + i, count) - c, splat(0.0f));
+                           : blend(lane < (float)count, load_part(x + i, count, 0.0f) - c, splat(0.0f));
     acc[a] += square ? v * v : v;
   }
   return lanes_sum((acc[0] + acc[1]) + (acc[2] + acc[3]));
@@ -90,10 +55,10 @@ static void norm_chunk(void *context, int64_t index) {
     for (int64_t i = 0; i < n; i += LANES) {
       int64_t count = min64(LANES, n - i);
       vec g = j->gamma == NULL ? splat(1.0f)
-              : count == LANES ? load(j->gamma + i) : load_part(j->gamma + i, count);
+              : count == LANES ? load(j->gamma + i) : load_part(j->gamma + i, count, 0.0f);
       vec b = j->beta == NULL ? splat(0.0f)
-              : count == LANES ? load(j->beta + i) : load_part(j->beta + i, count);
-      vec v = count == LANES ? load(x + i) : load_part(x + i, count);
+              : count == LANES ? load(j->beta + i) : load_part(j->beta + i, count, 0.0f);
+      vec v = count == LANES ? load(x + i) : load_part(x + i, count, 0.0f);
       vec out = (v - m) * inv * g + b;
       if (count == LANES)
         store(y + i, out);
