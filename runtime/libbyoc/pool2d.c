@@ -31,6 +31,7 @@
 #define _GNU_SOURCE
 #include "byoc_runtime.h"
 #include "kernels.h"
+#include "row_ends.h"
 #include "pool2d.h"
 
 #include <stdatomic.h>
@@ -75,30 +76,15 @@ static int64_t taps_in(int64_t start, int64_t kernel, int64_t low, int64_t high)
 /* The first `count` (<= LANES) floats at `src`, the other lanes 0; nothing
  * read past them. */
 static inline vec load_lanes(const float *src, int64_t count) {
-  if (count == LANES)
-    return load(src);
-#ifdef __AVX512F__
-  return (vec)_mm512_maskz_loadu_ps((__mmask16)((1u << count) - 1), src);
-#else
-  float lane[LANES] = {0};
-  memcpy(lane, src, (size_t)count * sizeof(float));
-  return load(lane);
-#endif
+  return count == LANES ? load(src) : load_part(src, count, 0.0f);
 }
 
 /* The first `count` (<= LANES) lanes of `v` to `dst`. */
 static inline void store_lanes(float *dst, vec v, int64_t count) {
-  if (count == LANES) {
+  if (count == LANES)
     store(dst, v);
-    return;
-  }
-#ifdef __AVX512F__
-  _mm512_mask_storeu_ps(dst, (__mmask16)((1u << count) - 1), (__m512)v);
-#else
-  float lane[LANES];
-  store(lane, v);
-  memcpy(dst, lane, (size_t)count * sizeof(float));
-#endif
+  else
+    store_part(dst, v, count);
 }
 
 /* `count` floats from `src` to `dst`, neither read nor written past them. */

@@ -1,5 +1,5 @@
 /* A row's end shorter than a vector, and the reductions of a vector's lanes:
- * what libbyoc's row kernels (softmax.c, layer_norm.c) share. Not part of
+ * what libbyoc's row kernels (softmax.c, layer_norm.c, pool2d.c) share. Not part of
  * libbyoc's interface. */
 #ifndef BYOC_ROW_ENDS_H
 #define BYOC_ROW_ENDS_H
