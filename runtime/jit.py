@@ -471,9 +471,9 @@ def _share_text(llvm_module: ir.Module, owner: dict[str, int], share: int) -> st
 
 @dataclass
 class _Share:
-    """One share of a module compiled in parallel, optimised in its own context."""
+    """One share of a module compiled in parallel, optimised in its own context
+    (which the module keeps alive)."""
 
-    context: Any
     module: llvm.ModuleRef
     target_machine: llvm.TargetMachine
     owned: set[str]
@@ -515,7 +515,7 @@ def _optimise_share(text: str) -> _Share:
     }
     declared = {f.name for f in module.functions if f.is_declaration}
     named = {value.name for value in (*module.functions, *module.global_variables)}
-    return _Share(context, module, target_machine, owned, declared, named - owned)
+    return _Share(module, target_machine, owned, declared, named - owned)
 
 
 def _emit_share(share: _Share, local: set[str]) -> bytes:
