@@ -33,6 +33,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, math, memref, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     Float32Type,
@@ -55,7 +56,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Operation, Region, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -68,7 +69,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
 from byoc.backends.spec import ALLOCATION_FAILED
-from byoc.passes.loop_nests import WRAPS_ATTR
+from byoc.passes.loop_nests import READS_ATTR, WRAPS_ATTR
 from byoc.passes.split_functions import NO_INLINE
 from byoc.passes.parallel_loops import CHUNKS_ATTR, PARALLEL_ATTR
 from byoc.dialects.emitc import (
@@ -202,6 +203,16 @@ def _memref_view(
 # ---------------------------------------------------------------------------
 
 
+def _reads(use: Use) -> bool:
+    """Whether `use` only reads its memref: a load, or a call operand that the
+    call marks as read (READS_ATTR)."""
+    user = use.operation
+    if isinstance(user, memref.LoadOp):
+        return True
+    reads = user.attributes.get(READS_ATTR)
+    return isinstance(user, func.CallOp) and isinstance(reads, DenseArrayBase) and use.index in reads.get_values()
+
+
 @dataclass(frozen=True)
 class FuncLowering(RewritePattern):
     """Lowers `func.func` to `emitc.func` with pointer parameters."""
@@ -233,8 +244,7 @@ class FuncLowering(RewritePattern):
 
         block = op.body.block
         read_only = [
-            isinstance(arg.type, MemRefType)
-            and all(isinstance(use.operation, memref.LoadOp) for use in arg.uses)
+            isinstance(arg.type, MemRefType) and all(_reads(use) for use in arg.uses)
             for arg in block.args
         ]
         for arg, new_type in zip(block.args, function_type.inputs.data):

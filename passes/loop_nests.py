@@ -190,6 +190,13 @@ def select(b: BodyBuilder, condition: SSAValue, x: SSAValue, y: SSAValue) -> SSA
     return b.scalar(arith.SelectOp, condition, x, y, result_type=x.type)
 
 
+READS_ATTR = "byoc.reads"
+"""On a `func.call` of a library function (libbyoc's int8 kernels): the
+positions (an i64 array) of the memref operands it only reads. The C exit
+keeps the `const` of a parameter that such calls only read: without it, one
+tensor passed twice to a function (a convolution's data that is also its
+residual) is a `restrict` pointer aliasing another, which GCC rejects."""
+
 WRAPS_ATTR = "byoc.wraps"
 """Marks integer `arith.addi`/`subi`/`muli` that must wrap around on overflow
 (relay's integer arithmetic, as numpy's). LLVM's wrap anyway; the C exit
