@@ -28,9 +28,14 @@ prints like any other function, so no C text is pasted:
   again, as `relay.qnn.add` does (a separate pass over the output cost 5% of
   a small quantized CNN).
 
-conv2d (one group, NCHW) copies each image's input windows into a `[pixels,
-C * KH * KW]` buffer (padding holds the input zero point) and runs the same
-products on it. The loop over tiles runs across cores (libbyoc's pool) when
+A stride-1 conv2d (one group) with a weight zero point of constant 0 runs on
+libbyoc's direct convolution (`byoc_rt_int8_conv_products`, int8_direct.c):
+the image packed 4 channels side by side into its padded grid, output
+positions in the vector lanes, the weight packed at compile time as
+`[ceil(O/8), ceil(C/4), KH, KW, 8, 4]` (`direct_packed`), no window copies.
+Any other one-group conv2d (NCHW) copies each image's input windows into a
+`[pixels, C * KH * KW]` buffer (padding holds the input zero point) and runs
+the same products as a dense on it. The loop over tiles runs across cores (libbyoc's pool) when
 there is enough work. Other quantized ops, and chains that do not fit (grouped
 convolutions, unsigned or non-constant weights), use the generic lowering.
 """
@@ -44,7 +49,9 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
+    DenseArrayBase,
     FunctionType,
+    IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
@@ -63,6 +70,7 @@ from byoc.passes.speed import erase_op
 from byoc.passes.convert_relay_to_loops import is_loop_level
 from byoc.passes.loop_nests import (
     I32,
+    READS_ATTR,
     BodyBuilder,
     ConstantPool,
     alloc,
@@ -289,17 +297,7 @@ def packed_matrix(value: SSAValue) -> SSAValue | None:
     source = value
     if (rows, columns) != (units, depth):
         cut = _unary_source(value, relay.StridedSliceOp)
-        if cut is None or _shape(cut.operands[0]) != (rows, columns):
-            return None
-        attrs = cut.attrs()
-        strides = attrs["strides"]
-        if (
-            tuple(attrs["begin"]) != (0, 0)
-            or tuple(attrs["end"]) != (units, depth)
-            or attrs["axes"]
-            or (strides and any(s != 1 for s in strides))
-            or attrs["slice_mode"] != "end"
-        ):
+        if cut is None or _shape(cut.operands[0]) != (rows, columns) or not _is_leading_cut(cut, (units, depth)):
             return None
         source = cut.operands[0]
     reshape = _unary_source(source, relay.ReshapeOp)
@@ -319,6 +317,9 @@ def packed_weight(op: relay.QnnConv2dOp | relay.QnnDenseOp) -> SSAValue | None:
     `transpose(reshape(matrix))`."""
     if isinstance(op, relay.QnnDenseOp):
         return packed_matrix(op.weight)
+    direct = packed_direct(op.kernel)
+    if direct is not None:
+        return direct
     transpose = _unary_source(op.kernel, relay.TransposeOp)
     if transpose is None or tuple(transpose.attrs()["axes"] or ()) != _OHWI_TO_OIHW:
         return None
@@ -412,6 +413,10 @@ def _pack_conv2d(op: relay.QnnConv2dOp) -> None:
     taps = channels * kh * kw
     if op.attrs()["groups"] != 1 or taps < MIN_DEPTH:
         return
+    if direct_conv(op):
+        op.operands[1] = _direct_constant(op, weight.to_numpy())
+        _erase_if_unused(weight)
+        return
     matrix = weight.to_numpy().transpose(0, 2, 3, 1).reshape(n_out, taps)
     target = {k: v for k, v in op.attributes.items() if k == TARGET_ATTR}
     source = _packed_constant(op, matrix)
@@ -421,6 +426,108 @@ def _pack_conv2d(op: relay.QnnConv2dOp) -> None:
         new.attributes.update(target)
     op.operands[1] = transpose.results[0]
     _erase_if_unused(weight)
+
+
+DIRECT_BLOCK, DIRECT_MAX_TAPS = 8, 64
+"""libbyoc's direct convolution (`byoc_rt_int8_conv_products`, int8_direct.c):
+output channels per packed block, and kernel taps (KH * KW) at most."""
+
+_DIRECT_UNPACK_AXES = (0, 4, 1, 5, 2, 3)
+
+
+def direct_conv(op: relay.QnnConv2dOp) -> bool:
+    """Whether libbyoc's direct convolution computes `op`: one group, stride 1,
+    no negative padding, at most DIRECT_MAX_TAPS taps, and a weight zero point
+    that is a constant zero (symmetric weights, what `quantize_static` writes;
+    others need each window's data sum, which im2col's patches give)."""
+    attrs = op.attrs()
+    n_out, channels, kh, kw = _shape(op.kernel)
+    if attrs["groups"] != 1 or any(s != 1 for s in attrs["strides"]) or kh * kw > DIRECT_MAX_TAPS:
+        return False
+    if channels * kh * kw < MIN_DEPTH or _element(op.kernel) != INT8:
+        return False
+    zero = constant_value(op.operands[3])
+    if zero is None or zero.any():
+        return False
+    rank = len(_shape(op.data))
+    pads = relay.normalize_padding_nd(attrs["padding"], rank - 2, op.name)
+    if rank != 4 or any(p < 0 for p in pads):
+        return False
+    sizes, outs = _shape(op.data)[2:], _shape(op.results[0])[2:]
+    return all(
+        outs[d] == pads[d] + sizes[d] + pads[d + 2] - attrs["dilation"][d] * (k - 1)
+        for d, k in enumerate((kh, kw))
+    )
+
+
+def direct_packed(weight: np.ndarray) -> np.ndarray:
+    """An int8 OIHW weight as libbyoc's direct convolution reads it,
+    `[ceil(O / 8), ceil(C / 4), KH, KW, 8, 4]`: element `[b, g, i, j, m, l]` is
+    `weight[8 b + m, 4 g + l, i, j]`, zeros past O and C."""
+    import numpy as np
+
+    n_out, channels, kh, kw = weight.shape
+    blocks, groups = -(-n_out // DIRECT_BLOCK), -(-channels // GROUP)
+    padded = np.zeros((blocks * DIRECT_BLOCK, groups * GROUP, kh, kw), np.int8)
+    padded[:n_out, :channels] = weight
+    shaped = padded.reshape(blocks, DIRECT_BLOCK, groups, GROUP, kh, kw)
+    return np.ascontiguousarray(shaped.transpose(0, 2, 4, 5, 1, 3))
+
+
+def _direct_constant(op: relay.QnnConv2dOp, weight: np.ndarray) -> SSAValue:
+    """The constant `direct_packed(weight)` inserted before `op`, and the ops
+    unpacking it to the OIHW weight (what any code but libbyoc's runs), tagged
+    with `op`'s target; returns the unpacked value."""
+    n_out, channels, kh, kw = weight.shape
+    packed = direct_packed(weight)
+    blocks, groups = packed.shape[:2]
+    target = {k: v for k, v in op.attributes.items() if k == TARGET_ATTR}
+    value = _insert_before(op, relay.ConstantOp.from_numpy(packed)).results[0]
+    unpacking: list[Operation] = [relay.TransposeOp(value, _DIRECT_UNPACK_AXES)]
+    full = [blocks * DIRECT_BLOCK, groups * GROUP, kh, kw]
+    unpacking.append(relay.ReshapeOp(unpacking[-1].results[0], full))
+    if full != [n_out, channels, kh, kw]:
+        unpacking.append(relay.StridedSliceOp(unpacking[-1].results[0], [0, 0, 0, 0], [n_out, channels, kh, kw]))
+    for new in unpacking:
+        new.attributes.update(target)
+        _insert_before(op, new)
+    return unpacking[-1].results[0]
+
+
+def packed_direct(value: SSAValue) -> SSAValue | None:
+    """The packed `[ceil(O / 8), ceil(C / 4), KH, KW, 8, 4]` value that the OIHW
+    `value` unpacks, when it is `strided_slice(reshape(transpose(packed)))` as
+    `_direct_constant` writes it (the slice left out when nothing is padded)."""
+    n_out, channels, kh, kw = _shape(value)
+    shape = (-(-n_out // DIRECT_BLOCK), -(-channels // GROUP), kh, kw, DIRECT_BLOCK, GROUP)
+    full = (shape[0] * DIRECT_BLOCK, shape[1] * GROUP, kh, kw)
+    source = value
+    if full != (n_out, channels, kh, kw):
+        cut = _unary_source(value, relay.StridedSliceOp)
+        if cut is None or _shape(cut.operands[0]) != full or not _is_leading_cut(cut, (n_out, channels, kh, kw)):
+            return None
+        source = cut.operands[0]
+    reshape = _unary_source(source, relay.ReshapeOp)
+    if reshape is None or _shape(reshape.results[0]) != full:
+        return None
+    transpose = _unary_source(reshape.operands[0], relay.TransposeOp)
+    if transpose is None or tuple(transpose.attrs()["axes"] or ()) != _DIRECT_UNPACK_AXES:
+        return None
+    packed = transpose.operands[0]
+    return packed if packed.type == TensorType(INT8, shape) else None
+
+
+def _is_leading_cut(cut: relay.StridedSliceOp, end: tuple[int, ...]) -> bool:
+    """Whether `cut` keeps `[0, end)` of every axis, with unit strides."""
+    attrs = cut.attrs()
+    strides = attrs["strides"]
+    return (
+        tuple(attrs["begin"]) == (0,) * len(end)
+        and tuple(attrs["end"]) == end
+        and not attrs["axes"]
+        and not (strides and any(s != 1 for s in strides))
+        and attrs["slice_mode"] == "end"
+    )
 
 
 def _pack_dense(op: relay.QnnDenseOp) -> None:
@@ -552,7 +659,9 @@ def build_kernel(chain: Chain, name: str) -> tuple[func.FuncOp, list[SSAValue]]:
     args = list(block.args)
     b = BodyBuilder(block, ConstantPool(block))
     params = KernelParams.of(chain, args)
-    if isinstance(root, relay.QnnConv2dOp):
+    if isinstance(root, relay.QnnConv2dOp) and len(_shape(chain.packed)) == 6:
+        direct_conv_kernel(b, root, params)
+    elif isinstance(root, relay.QnnConv2dOp):
         conv_kernel(b, root, params)
     else:
         dense_kernel(b, params)
@@ -732,17 +841,25 @@ def _add_epilogue(b: BodyBuilder, add: AddParams, value: SSAValue, at: list[Inde
 
 
 def _prepare(
-    b: BodyBuilder, p: KernelParams, units: int, depth: int, data_zero: SSAValue
+    b: BodyBuilder,
+    p: KernelParams,
+    units: int,
+    depth: int,
+    data_zero: SSAValue,
+    weight_sums: Callable[[BodyBuilder], SSAValue] | None = None,
 ) -> tuple[SSAValue, SSAValue | None]:
     """Per output channel n: the int32 correction `bias[n] - in_zero[n] -
-    zx * sum_k w[n, k] + K * zx * zw[n]` and the float multiplier."""
+    zx * sum_k w[n, k] + K * zx * zw[n]` and the float multiplier; the weight
+    sums `[1, units]` by `weight_sums` (default: of the products' packing)."""
     correction = alloc(b, MemRefType(I32, (units,)))
     correction.name_hint = "correction"
     multiplier = None
     if p.in_scale is not None:
         multiplier = alloc(b, MemRefType(f32, (units,)))
         multiplier.name_hint = "multiplier"
-    sums = None if p.data_zero_is_zero else _weight_sums(b, p.weight, units, depth)
+    sums = None
+    if not p.data_zero_is_zero:
+        sums = (weight_sums or (lambda wb: _weight_sums(wb, p.weight, units, depth)))(b)
     n_b, (n,) = nest(b, (units,), ["n"])
     if sums is None:
         value = n_b.constant(0, I32)
@@ -808,6 +925,12 @@ Reader = Callable[[BodyBuilder, Index, Index], SSAValue]
 
 PRODUCTS = "byoc_rt_int8_products"
 """libbyoc's int8 products (byoc_runtime.h), called from the kernels' C."""
+DIRECT_PRODUCTS = "byoc_rt_int8_conv_products"
+PACK_IMAGE = "byoc_rt_int8_pack_image"
+DIRECT_SUMS = "byoc_rt_int8_conv_weight_sums"
+"""libbyoc's direct convolution (int8_direct.c)."""
+DIRECT_SLACK = 64
+"""Bytes after the packed grid that a vector of the last positions may read."""
 
 
 def tile_products(
@@ -828,8 +951,7 @@ def tile_products(
     row_step, unit_step = (units, 1) if rows_first else (1, count)
     integers = [b.index(n) for n in (count, units, depth)]
     steps = [b.index(n) for n in (row_step, unit_step)]
-    operands = [*integers, data, value_of(b, first_row), b.index(depth), weight, tile, *steps]
-    b.insert(func.CallOp(PRODUCTS, operands, []))
+    _call(b, PRODUCTS, *integers, data, value_of(b, first_row), depth, weight, tile, *steps, reads=(data, weight))
 
 
 def _tile(b: BodyBuilder, shape: tuple[int, int]) -> SSAValue:
@@ -935,6 +1057,106 @@ def dense_kernel(b: BodyBuilder, p: KernelParams) -> None:
             dealloc(b, buffer)
     if signed_data:
         dealloc(b, source)
+
+
+def _call(b: BodyBuilder, name: str, *operands: SSAValue | int, reads: tuple[SSAValue, ...] = ()) -> None:
+    """A call of libbyoc's `name` (byoc_runtime.h); ints are index constants;
+    the memrefs `reads` it only reads (READS_ATTR)."""
+    values = [b.index(x) if isinstance(x, int) else x for x in operands]
+    call = b.insert(func.CallOp(name, values, []))
+    read = [i for i, value in enumerate(values) if any(value is r for r in reads)]
+    call.attributes[READS_ATTR] = DenseArrayBase.from_list(i64, read)
+
+
+def _band_rows(out_rows: int, grid_width: int, out_width: int) -> int:
+    """Output rows per band of the direct convolution: its products run in
+    vectors of 16 positions of the grid, so a band of R rows computes
+    `ceil16(R * grid_width - (grid_width - out_width))` positions. The R with
+    the fewest positions over all bands (each band costing one vector more, for
+    its calls), among those giving at least 4 bands (work for the cores) when
+    there are that many rows."""
+
+    def cost(rows: int) -> int:
+        total = 0
+        for first in range(0, out_rows, rows):
+            count = min(rows, out_rows - first) * grid_width - (grid_width - out_width)
+            total += -(-count // 16) * 16 + 16
+        return total
+
+    most = max(1, out_rows // 4) if out_rows >= 4 else out_rows
+    return min(range(1, most + 1), key=lambda rows: (cost(rows), -rows))
+
+
+def direct_conv_kernel(b: BodyBuilder, op: relay.QnnConv2dOp, p: KernelParams) -> None:
+    """qnn.conv2d by libbyoc's direct convolution (int8_direct.c): per image,
+    the image packed 4 channels side by side into the padded grid (padding:
+    the zero point), then per band of output rows (the bands run across cores)
+    the products of its grid positions into a tile `[O, positions]` and the
+    epilogue along each output row (contiguous in the tile and the output: it
+    vectorises)."""
+    batch, channels, height, width = shape_of(p.data)
+    n_out, _, kh, kw = _shape(op.kernel)
+    rows_w, cols_w = _windows(op, p.data, p.out, (kh, kw))
+    grid_rows = rows_w.pad + rows_w.size + rows_w.pad_after
+    grid_width = cols_w.pad + cols_w.size + cols_w.pad_after
+    out_rows, out_width = rows_w.outputs, cols_w.outputs
+    groups = -(-channels // GROUP)
+    signed_data = p.data.type.element_type == INT8  # type: ignore[attr-defined]
+    data_zero = parameter(b, p.data_zero, None)
+    if signed_data:
+        data_zero = _add(b, data_zero, b.constant(128, I32))
+
+    def weight_sums(wb: BodyBuilder) -> SSAValue:
+        sums = alloc(wb, MemRefType(I32, (1, n_out)))
+        sums.name_hint = "weight_sums"
+        _call(wb, DIRECT_SUMS, n_out, groups * kh * kw, p.weight, sums, reads=(p.weight,))
+        return sums
+
+    correction, multiplier = _prepare(b, p, n_out, channels * kh * kw, data_zero, weight_sums)
+    epilogue = Epilogue(correction, multiplier, None, p)
+    positions = out_rows * grid_width
+    grid = alloc(b, MemRefType(UINT8, (groups * grid_rows * grid_width * GROUP + DIRECT_SLACK,)))
+    grid.name_hint = "grid"
+    tile = alloc(b, MemRefType(I32, (n_out, positions)))
+    tile.name_hint = "tile"
+    pad = b.scalar(arith.IndexCastOp, data_zero, result_type=IndexType())
+    img_b, (img,) = nest(b, (batch,), ["img"])
+
+    g_b, (g,) = nest(img_b, (groups,), ["g"])
+    _parallel(g_b, groups * grid_rows * grid_width * GROUP, groups)
+    _call(
+        g_b, PACK_IMAGE, channels, height, width, p.data, value_of(g_b, img), groups, grid_rows,
+        grid_width, rows_w.pad, cols_w.pad, pad, 0x80 if signed_data else 0, value_of(g_b, g),
+        index_add(g_b, g, 1), grid, reads=(p.data,),
+    )
+
+    band = _band_rows(out_rows, grid_width, out_width)
+    full, trips = out_rows // band, -(-out_rows // band)
+
+    def products(pb: BodyBuilder, first_row: Index, count: int) -> None:
+        first = index_mul(pb, first_row, grid_width)
+        _call(
+            pb, DIRECT_PRODUCTS, n_out, groups, kh, kw, rows_w.dilation, cols_w.dilation,
+            grid_rows, grid_width, grid, value_of(pb, first), count * grid_width - (grid_width - out_width),
+            p.weight, tile, positions, reads=(grid, p.weight),
+        )
+        eb, (n, r, x) = nest(pb, (n_out, count, out_width), ["n", "r", "x"])
+        y = index_add(eb, first_row, r)
+        at = [img, n, y, x]
+        position = index_add(eb, index_mul(eb, y, grid_width), x)
+        store(eb, epilogue.finish(eb, load(eb, tile, [n, position]), position, n, at), p.out, at)
+
+    t_b, (t,) = nest(img_b, (trips,), ["band"])
+    _parallel(t_b, out_rows * out_width * n_out * channels * kh * kw, trips)
+    if full == trips:
+        products(t_b, index_mul(t_b, t, band), band)
+    else:
+        whole, last = _if_else(t_b, compare_integers(t_b, "slt", t, t_b.index(full)))
+        products(whole, index_mul(whole, t, band), band)
+        products(last, full * band, out_rows - full * band)
+    for buffer in (grid, tile, correction, multiplier):
+        if buffer is not None:
+            dealloc(b, buffer)
 
 
 def conv_kernel(b: BodyBuilder, op: relay.QnnConv2dOp, p: KernelParams) -> None:

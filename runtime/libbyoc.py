@@ -45,6 +45,7 @@ SOURCES = (
     "conv2d_winograd.c",
     "dense.c",
     "int8.c",
+    "int8_direct.c",
     "conv2d_rows.c",
     "threads.c",
     "depthwise.c",

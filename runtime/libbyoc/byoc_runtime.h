@@ -226,6 +226,42 @@ void byoc_rt_int8_products(int64_t rows, int64_t units, int64_t depth, const voi
                            int64_t first_row, int64_t stride, const void *weight,
                            int32_t *tile, int64_t row_step, int64_t unit_step);
 
+/* ---- int8 direct convolution (stride 1) -------------------------------------
+ * A one-group, stride-1 convolution without im2col: the image packed as
+ * `[groups][rows][width][4]` bytes (byoc_rt_int8_pack_image: 4 channels per
+ * group side by side, `rows` x `width` the padded image, the padding and the
+ * channels past the last the pad byte), then 64 more bytes of any value (a
+ * vector may read past the last position). Output (oy, ox) is position
+ * p = oy * width + ox of that grid; positions whose ox is past the output's
+ * width are computed too and mean nothing. The weight is packed at compile
+ * time as `[ceil(units / 8)][groups][kh][kw][8][4]` (element [b][g][i][j][m][l]
+ * = w[8 b + m][4 g + l][i][j], zeros past `units` and the channels:
+ * byoc.backends.ccompiler_int8.direct_packed).
+ *
+ * byoc_rt_int8_conv_products (kh * kw at most BYOC_RT_INT8_DIRECT_MAX_TAPS):
+ * tile[u * tile_step + p] = sum over g, i, j, l of
+ * image[g][p + i * dilation_h * width + j * dilation_w][l] * w[u][4 g + l][i][j]
+ * for p in [first, first + count) and u < units (exact int32 sums; with VNNI
+ * 16 positions per vector of sums, the weight's 4 bytes broadcast).
+ * byoc_rt_int8_pack_image: groups [first_group, end_group) of the packed
+ * image of image `image` of `data` (NCHW bytes, an image `channels` x
+ * `height` x `image_width`), placed at row `top` and column `left` of the
+ * grid, each byte xor `flip` (0x80 reads int8 as uint8); the group
+ * `groups - 1` also fills the 64 bytes after.
+ * byoc_rt_int8_conv_weight_sums: sums[u] = the sum of w[u]'s bytes, `steps`
+ * = groups * kh * kw of 4 (the data zero point's correction). */
+#define BYOC_RT_INT8_DIRECT_MAX_TAPS 64
+void byoc_rt_int8_conv_products(int64_t units, int64_t groups, int64_t kh, int64_t kw,
+                                int64_t dilation_h, int64_t dilation_w, int64_t rows,
+                                int64_t width, const void *image, int64_t first, int64_t count,
+                                const void *weight, int32_t *tile, int64_t tile_step);
+void byoc_rt_int8_pack_image(int64_t channels, int64_t height, int64_t image_width,
+                             const void *data, int64_t image, int64_t groups, int64_t rows, int64_t width,
+                             int64_t top, int64_t left, int64_t pad, int64_t flip,
+                             int64_t first_group, int64_t end_group, void *packed);
+void byoc_rt_int8_conv_weight_sums(int64_t units, int64_t steps, const void *weight,
+                                   int32_t *sums);
+
 /* Whether byoc_rt_int8_products runs on AVX-512 VNNI (1) or on its portable
  * loop (0: the CPU or the compiler has no VNNI, or $BYOC_RT_INT8_PORTABLE is
  * set to anything but 0 when the first product runs). */
