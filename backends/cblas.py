@@ -865,8 +865,9 @@ def _can_fuse(step: Step, op: Operation, uses: int, returned: bool, defined_befo
     ) and (along_last or not dense)
 
 
-def plan_steps(function: func.FuncOp) -> list[Step]:
-    """The steps of an outlined function, with bias_add and relu fused where possible."""
+def plan_steps(function: func.FuncOp) -> tuple[list[Step], dict[SSAValue, SSAValue]]:
+    """The steps of an outlined function, with bias_add and relu fused where
+    possible, and its returned reshapes (`_check_shuffles`)."""
     block = function.body.block
     ret = block.last_op
     if not isinstance(ret, func.ReturnOp):
@@ -935,8 +936,8 @@ def plan_steps(function: func.FuncOp) -> list[Step]:
             )
         steps.append(step)
         open_steps[step.result] = step
-    _check_shuffles(function, shuffles, steps, returned)
-    return _fuse_attention(steps, returned)
+    aliases = _check_shuffles(function, shuffles, steps, returned)
+    return _fuse_attention(steps, returned), aliases
 
 
 def _fuse_attention(steps: list[Step], returned: set[SSAValue]) -> list[Step]:
@@ -1017,10 +1018,12 @@ def _pools_with(step: Step, op: Operation, uses: int, returned: bool) -> bool:
 
 def _check_shuffles(
     function: func.FuncOp, ops: list[Operation], steps: list[Step], returned: set[SSAValue]
-) -> None:
+) -> dict[SSAValue, SSAValue]:
     """Every reshape and transpose of the function must be a channel shuffle
-    read only by a depthwise conv2d (which reads its input in place): nothing
-    else gets a buffer for their results."""
+    read only by a depthwise conv2d (which reads its input in place), a batch
+    matmul's view, or a reshape only returned: nothing gets a buffer for
+    their results. Returns the returned reshapes' results, each mapped to
+    the value it reshapes."""
     read_in_place: set[Operation] = set()
     for step in steps:
         for operand, view in zip(step.op.operands, step.views):
@@ -1043,13 +1046,26 @@ def _check_shuffles(
             read_in_place.update(o for o in chain if isinstance(o, Operation))
         else:
             step.shuffle = None
-    for op in ops:
-        if op not in read_in_place:
-            raise CodegenError(
-                f"error: cblas computes '{op.name}' only in a channel shuffle a depthwise "
-                f"conv2d reads, or as a batch matmul's operand or result read or written "
-                f"in place (@{function.sym_name.data})"
-            )
+    aliases: dict[SSAValue, SSAValue] = {}
+    for op in reversed(ops):  # a reshape's readers are decided before it
+        if op in read_in_place:
+            continue
+        if isinstance(op, relay.ReshapeOp) and all(
+            isinstance(use.operation, func.ReturnOp) or use.operation.results[0] in aliases
+            for use in op.results[0].uses
+        ):
+            # Merging may leave a reshape in a region apart from the batch
+            # matmul it was taken for (an attention mask split the graph): a
+            # reshape keeps the bytes in order, so the value it reshapes is
+            # written to (or copied into) the returned buffer.
+            aliases[op.results[0]] = op.operands[0]
+            continue
+        raise CodegenError(
+            f"error: cblas computes '{op.name}' only in a channel shuffle a depthwise "
+            f"conv2d reads, as a batch matmul's operand or result read or written "
+            f"in place, or as a reshape the function returns (@{function.sym_name.data})"
+        )
+    return aliases
 
 
 def _add_epilogue(epilogue: Epilogue, op: Operation) -> Epilogue:
@@ -1428,7 +1444,7 @@ class FunctionEmitter:
     def __init__(self, function: func.FuncOp, parallel: bool = False):
         self.function = function
         self.parallel = parallel
-        self.steps = plan_steps(function)
+        self.steps, aliases = plan_steps(function)
         block = function.body.block
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp)
@@ -1454,6 +1470,8 @@ class FunctionEmitter:
         self.copies: list[tuple[Ref, SSAValue]] = []
         for i, value in enumerate(self.returns):
             out = Ref(self.body.args[n_in + i])
+            while value in aliases:  # a returned reshape: the bytes of what it reshapes
+                value = aliases[value]
             if value in self.refs:
                 self.copies.append((out, value))  # an input, or returned twice
             else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -653,6 +654,59 @@ def test_scores_read_elsewhere_are_not_fused():
     module = build([(2, 6, 8), (2, 5, 8), (2, 5, 3)], body)
     source = check(module).c_source
     assert "byoc_rt_attention" not in source and "byoc_rt_softmax(" in source
+
+
+@pytest.mark.parametrize("split", [(1, 3, 5, 4), (15, 4)])
+def test_a_values_reshape_merged_apart_from_its_matmul_is_returned(split):
+    """A mask added to the scores (ccompiler) splits attention in two cblas
+    regions; the values' reshape, taken for the second batch matmul, can land
+    in the first one, which then returns it: cblas writes the bytes it
+    reshapes (a reshape keeps their order) instead of failing the function
+    back to ccompiler (onnx's Attention tests with a mask did, 134 of them)."""
+    heads, seq, size = 3, 5, 4
+
+    def body(e: Emit, q, k, v, mask):
+        three = (heads, seq, size)
+        scores = e(relay.BatchMatmulOp(e(relay.ReshapeOp(q, three)), e(relay.ReshapeOp(k, three))))
+        probs = e(relay.SoftmaxOp(e(relay.AddOp(scores, mask))))
+        values = e(relay.ReshapeOp(v, three))
+        return e(relay.BatchMatmulOp(probs, values, transpose_b=False))
+
+    module = build([split, split, split, (seq, seq)], body)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning
+        model = check(module, ["cblas", "ccompiler"])
+    assert not model.fallbacks
+    assert host_ir(model).count("relay.nn.batch_matmul") == 0
+    assert model.c_source.count("sgemm(") == 2
+
+
+def test_returned_reshapes_of_inputs_and_of_products():
+    """A cblas function returning reshapes (annotated by hand, as merging can
+    leave them): of its input (copied into the output), of a product (written
+    straight into the output), of a reshape, and of a value another output
+    already holds (copied)."""
+
+    def body(e: Emit, a, b):
+        product = e(relay.BatchMatmulOp(a, b, transpose_b=False))
+        flat = e(relay.ReshapeOp(product, (6, 5)))
+        results = (
+            e(relay.ReshapeOp(a, (6, 4))),
+            flat,
+            e(relay.ReshapeOp(flat, (30,))),
+            e(relay.ReshapeOp(a, (24,))),
+        )
+        for value in (product, *results):
+            assert isinstance(value.owner, Operation)
+            value.owner.attributes[TARGET_ATTR] = StringAttr("cblas")
+        return results
+
+    module = build([(2, 3, 4), (2, 4, 5)], body)
+    model = check(module, ["cblas"])
+    assert not model.fallbacks and list(model.sources) == ["cblas.c"]
+    source = model.c_source
+    assert source.count("memcpy(") == 3  # both reshapes of a, the product's second output
+    assert source.count("sgemm(") == 1
 
 
 def test_reshaped_strides_are_numpys():
