@@ -1634,6 +1634,25 @@ def test_bad_files_are_one_error(tmp_path: Path, content, needle) -> None:
     assert "\n" not in message
 
 
+def test_a_model_of_other_operator_sets_is_refused_by_name() -> None:
+    """ai.onnx.ml's models (onnx's own tests) import no ai.onnx operator set:
+    not a truncated file, an unsupported one."""
+    model = make_model([N("Relu", ["x"], ["y"])], {"x": (2,)}, ["y"])
+    del model.opset_import[:]
+    model.opset_import.add(domain="ai.onnx.ml", version=3)
+    model.opset_import.add(domain="ai.onnx.preview.training", version=1)
+    with pytest.raises(ByocError) as err:
+        from_onnx(model)
+    assert str(err.value) == (
+        "error: <onnx model>: the model imports only the operator sets ai.onnx.ml 3, "
+        "ai.onnx.preview.training 1, which are not supported: byoc converts the "
+        "ai.onnx operators"
+    )
+    del model.opset_import[:]
+    with pytest.raises(ByocError, match="imports no ai.onnx operator set"):
+        from_onnx(model)
+
+
 # --- byoc-import ---------------------------------------------------------------------
 
 

@@ -151,6 +151,12 @@ def _check_model(model: onnx.ModelProto, name: str) -> None:
             "graph or graph outputs)"
         )
     if not any(e.domain in ("", "ai.onnx") for e in model.opset_import):
+        if model.opset_import:  # ai.onnx.ml's classifiers, a training graph
+            others = ", ".join(sorted(f"{e.domain} {e.version}" for e in model.opset_import))
+            raise ByocError(
+                f"error: {name}: the model imports only the operator sets {others}, "
+                "which are not supported: byoc converts the ai.onnx operators"
+            )
         raise ByocError(
             f"error: {name}: the model imports no ai.onnx operator set (a truncated "
             "file?)"
