@@ -31,7 +31,8 @@ a 0.1 s pause, on the shared machine). libbyoc's workers spin 400 us.
 and the workers' share, wake-ups and sleeps, loops no worker joined, the
 caller's time waiting for chunks other threads held, late loops and the loops
 run alone after them, workers that found themselves preempted while spinning,
-and CPU time per call (the process's, so a spinning worker counts).
+and CPU time per call (the process's, so a spinning worker counts; measured
+after a pause, like a round, so onnxruntime's spinning workers are not).
 
     python bench/models.py [--models resnet50,bert] [--threads 1,2] [--runs 30]
                            [--no-load] [--profile] [--pool] [--no-simplify]
@@ -257,6 +258,11 @@ def pool_counts(call: Callable[[], object], calls: int) -> str:
     """What libbyoc's pool does per call of `call` (see --pool)."""
     from byoc.runtime import libbyoc
 
+    # Right after onnxruntime's round its workers spin on (about 43 ms of CPU
+    # over 40-50 ms, SqueezeNet at 2 threads): they took a core from byoc's
+    # worker, which missed the loops meanwhile, and process_time counted their
+    # spin as byoc's CPU (SqueezeNet 15 calls of 4.3 ms: ~2.9 ms a call).
+    time.sleep(PAUSE)
     call()
     before, cpu = libbyoc.pool_stats(), time.process_time()
     for _ in range(calls):
