@@ -27,12 +27,13 @@ MLP's worker ran 27% of the chunks right after onnxruntime's round, 46% after
 a 0.1 s pause, on the shared machine). libbyoc's workers spin 400 us.
 
 `--pool` prints, per call, what libbyoc's pool did at each thread count
-(`libbyoc.pool_stats()`): loops on the pool and on the caller alone, chunks
-and the workers' share, wake-ups and sleeps, loops no worker joined, the
-caller's time waiting for chunks other threads held, late loops and the loops
-run alone after them, workers that found themselves preempted while spinning,
-and CPU time per call (the process's, so a spinning worker counts; measured
-after a pause, like a round, so onnxruntime's spinning workers are not).
+(`libbyoc.pool_stats()`): loops on the pool and on the caller alone, chunks,
+the claims that took them and the workers' share, wake-ups and sleeps, loops
+no worker joined, the caller's time waiting for chunks other threads held,
+late loops and the loops run alone after them, workers that found themselves
+preempted while spinning, and CPU time per call (the process's, so a
+spinning worker counts; measured after a pause, like a round, so
+onnxruntime's spinning workers are not).
 
     python bench/models.py [--models resnet50,bert] [--threads 1,2] [--runs 30]
                            [--no-load] [--profile] [--pool] [--no-simplify]
@@ -271,7 +272,8 @@ def pool_counts(call: Callable[[], object], calls: int) -> str:
     after = libbyoc.pool_stats()
     d = {k: (after[k] - before[k]) / calls for k in after}
     share = d["worker_chunks"] / d["chunks"] if d["chunks"] else 0.0
-    return (f"pool per call: {d['loops']:.0f} loops (+{d['alone']:.0f} alone), {d['chunks']:.0f} chunks, "
+    return (f"pool per call: {d['loops']:.0f} loops (+{d['alone']:.0f} alone), {d['chunks']:.0f} chunks "
+            f"in {d['claims']:.0f} claims, "
             f"{share:.0%} on workers, {d['wakes']:.1f} wakes, {d['sleeps']:.1f} sleeps, "
             f"{d['missed']:.1f} loops unjoined, waiting {d['wait_ns'] / 1e6:.3f} ms, "
             f"first worker chunk after {d['late_ns'] / 1e6:.3f} ms (summed), {d['late']:.1f} late loops, "

@@ -281,6 +281,7 @@ POOL_STATS = (
     "wake_ns",
     "breaks",
     "steers",
+    "claims",
 )
 """The pool's counters, in byoc_runtime.h's order (BYOC_RT_STAT_*)."""
 
@@ -299,7 +300,8 @@ def pool_stats() -> dict[str, int]:
     worker found itself on its caller's core and moved off it, `wake_ns` from
     a wake-up to the first woken worker leaving its sleep, `breaks` times a
     worker gave its core away between two chunks, `steers` times a caller took
-    its core from a sleeping worker's before waking it (byoc_runtime.h)."""
+    its core from a sleeping worker's before waking it, `claims` runs of
+    chunks a thread took at once (byoc_runtime.h)."""
     out = _ffi().new("int64_t[]", len(POOL_STATS))
     try:
         stats = _process().byoc_rt_pool_stats

@@ -817,6 +817,43 @@ def test_workers_that_never_spin_wake_for_every_loop_and_are_right():
     assert proc.returncode == 0, proc.stderr
 
 
+BATCHING_CHILD = """
+import cffi
+from byoc.runtime import libbyoc
+libbyoc.threads()  # loads libbyoc
+ffi = cffi.FFI()
+ffi.cdef("void byoc_rt_parallel_for(int64_t, void (*)(void *, int64_t), void *);")
+process = ffi.dlopen(None)
+for threads in (2, 3):
+    libbyoc.set_threads(threads)
+    ran = [0] * 1000
+    @ffi.callback("void(void *, int64_t)")
+    def task(context, index):
+        ran[index] += 1
+    start = libbyoc.pool_stats()
+    process.byoc_rt_parallel_for(len(ran), task, ffi.NULL)
+    end = libbyoc.pool_stats()
+    assert ran == [1] * len(ran), [i for i, r in enumerate(ran) if r != 1]
+    change = {{k: end[k] - start[k] for k in start}}
+    if change["loops"] == 1:  # on the pool (else alone: a busy machine)
+        print(change["claims"])
+"""
+
+
+@pytest.mark.parametrize("batch_us", ["0", "1000000"])
+def test_a_thread_claims_runs_of_chunks(batch_us):
+    """A claim takes as many chunks as run in $BYOC_POOL_BATCH_US (one with 0),
+    at most a (2 x threads)th of those left, so each claim takes a part of what
+    is left (a thousand chunks in a few dozen claims, whichever threads
+    claim them) and every chunk runs once."""
+    code = BATCHING_CHILD.format()
+    env = {**os.environ, "BYOC_POOL_BATCH_US": batch_us}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    for claims in map(int, proc.stdout.split()):
+        assert claims == 1000 if batch_us == "0" else 2 <= claims <= 100
+
+
 def test_the_library_is_built_once_and_named_by_its_build():
     path = libbyoc.library()
     assert path.name == f"libbyoc_runtime_{libbyoc.build_key()[:16]}.so"

@@ -23,8 +23,10 @@ enum { BYOC_RT_OK = 0, BYOC_RT_FAILED = 1, BYOC_RT_OUT_OF_MEMORY = 2 };
  * One pool per process. `byoc_rt_parallel_for(n, task, context)` calls
  * `task(context, i)` once for every i in [0, n), on the calling thread and on
  * the pool's workers, and returns when all calls have returned. Chunks are
- * claimed one at a time, so a worker the OS has not scheduled (the machine is
- * busy) takes none and nobody waits for it. A call made while the pool is
+ * claimed a few at a time (runs of about 2 us, $BYOC_POOL_BATCH_US, as the
+ * thread's last claim measured them, and at most a (2 x threads)th of those
+ * left; the first claim one chunk), so a worker the OS has not scheduled (the
+ * machine is busy) takes none and nobody waits for it. A call made while the pool is
  * busy (another thread's loop, or from inside a task) runs its loop on the
  * calling thread alone, so the cores are never oversubscribed.
  *
@@ -69,15 +71,16 @@ void byoc_rt_set_num_threads(int32_t n);
  * ran every chunk of (their caller was not running), times a worker found
  * itself on its caller's core and moved off it, nanoseconds from a wake-up to
  * the first woken worker leaving its sleep, times a worker gave its core
- * away between two chunks, and times a caller took its own core from a
- * sleeping worker's cores before waking it. */
+ * away between two chunks, times a caller took its own core from a
+ * sleeping worker's cores before waking it, and claims (runs of chunks a
+ * thread took at once). */
 enum {
   BYOC_RT_STAT_LOOPS, BYOC_RT_STAT_ALONE, BYOC_RT_STAT_CHUNKS, BYOC_RT_STAT_WORKER_CHUNKS,
   BYOC_RT_STAT_WAKES, BYOC_RT_STAT_SLEEPS, BYOC_RT_STAT_MISSED, BYOC_RT_STAT_LOOP_NS,
   BYOC_RT_STAT_WAIT_NS, BYOC_RT_STAT_LATE_NS, BYOC_RT_STAT_PREEMPTED, BYOC_RT_STAT_LATE,
   BYOC_RT_STAT_BACKED_OFF, BYOC_RT_STAT_CALLER_AWAY,
   BYOC_RT_STAT_MOVES, BYOC_RT_STAT_WAKE_NS,
-  BYOC_RT_STAT_BREAKS, BYOC_RT_STAT_STEERS, BYOC_RT_STATS
+  BYOC_RT_STAT_BREAKS, BYOC_RT_STAT_STEERS, BYOC_RT_STAT_CLAIMS, BYOC_RT_STATS
 };
 void byoc_rt_pool_stats(int64_t *out, int32_t size);
 
