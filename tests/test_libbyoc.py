@@ -66,6 +66,11 @@ CONVS = [
     ((1, 16, 6, 103), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2, "bias_clip"),
     ((1, 16, 14, 14), 64, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "add"),
     ((1, 200, 5, 5), 9, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_relu"),
+    # Grouped 1x1 convs (ShuffleNet's), every image and group in one loop of
+    # the pool: two images of 4 groups of 5 outputs (a partial panel), and 3
+    # groups of 16 outputs over rows of 10.
+    ((2, 12, 7, 9), 20, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 4, "bias_add_relu"),
+    ((1, 24, 6, 10), 48, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 3, "add_clip"),
 ]
 
 
@@ -834,7 +839,7 @@ for threads in (2, 3):
     process.byoc_rt_parallel_for(len(ran), task, ffi.NULL)
     end = libbyoc.pool_stats()
     assert ran == [1] * len(ran), [i for i, r in enumerate(ran) if r != 1]
-    change = {{k: end[k] - start[k] for k in start}}
+    change = {k: end[k] - start[k] for k in start}
     if change["loops"] == 1:  # on the pool (else alone: a busy machine)
         print(change["claims"])
 """
@@ -846,9 +851,8 @@ def test_a_thread_claims_runs_of_chunks(batch_us):
     at most a (2 x threads)th of those left, so each claim takes a part of what
     is left (a thousand chunks in a few dozen claims, whichever threads
     claim them) and every chunk runs once."""
-    code = BATCHING_CHILD.format()
     env = {**os.environ, "BYOC_POOL_BATCH_US": batch_us}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run([sys.executable, "-c", BATCHING_CHILD], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     for claims in map(int, proc.stdout.split()):
         assert claims == 1000 if batch_us == "0" else 2 <= claims <= 100
