@@ -1164,7 +1164,7 @@ PRODUCT_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_produ
 POOL_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_pool")))
 HEADS_PTR = EmitC_PointerType(EmitC_OpaqueType(StringAttr("const byoc_rt_heads")))
 
-LIBBYOC_LAYOUTS = {"OIHW8o": 0, "OIHW32o": 1, "winograd8o": 2}
+LIBBYOC_LAYOUTS = {"OIHW8o": 0, "OIHW32o": 1, "winograd8o": 2, "winograd4x4_8o": 3}
 """conv2d_packed's kernel layouts as byoc_runtime.h numbers them (ROWS, COLUMNS, WINOGRAD)."""
 
 
@@ -1931,8 +1931,8 @@ class FunctionEmitter:
         n, c, h, w = _shape(data)
         _, o, oh, ow = _shape(op.results[0])
         kh, kw = _shape(weight)[2:4]
-        if attrs.get("kernel_layout") == "winograd8o":
-            kh, kw = 3, 3  # packed as G g G^T, 4x4 each
+        if attrs.get("kernel_layout") in relay.WINOGRAD_LAYOUTS:
+            kh, kw = 3, 3  # packed as G g G^T, 4x4 (6x6) each
         top, left, _, _ = relay.normalize_padding(attrs["padding"], op.name)  # type: ignore[arg-type]
         sh, sw = attrs["strides"]  # type: ignore[misc]
         dh, dw = attrs["dilation"]  # type: ignore[misc]
@@ -2335,10 +2335,26 @@ a size, direct (COLUMNS) -> Winograd: 64 -> 64 at 56x56 2.14 -> 1.36 ms, 128 at
 3.31 (9 and 16 MB of weights)."""
 
 
+WINOGRAD4_MIN_SIZE = 14
+"""Output rows and columns from which such a conv is computed by F(4x4, 3x3)
+("winograd4x4_8o": 36 multiply-adds a 4x4 tile and input channel, 2.25 an
+output, against F(2x2, 3x3)'s 4) rather than F(2x2, 3x3): a vector of 16
+tiles of 4x4 outputs from 14x14 on; at 7x7 its 4 tiles filled a quarter of a
+vector (Inception v2's 160 -> 224 at 7x7 188 -> 411 us). One thread, CPU
+time, F(2x2) -> F(4x4), in ResNet-50 (the sum of its convs of a shape,
+minimum of 15 calls): 64 -> 64 at 56x56 (3 convs) 3.41 -> 2.51 ms, 128 at
+28x28 (3) 3.29 -> 2.96-3.20, 256 at 14x14 (5) 7.54 -> 5.93-6.30 (their 9.4 MB
+of weights read once a call); standalone: Inception v2's 64 -> 192 at 56x56
+3.23 -> 2.10 ms, 96 at 28x28 0.72 -> 0.58, 128 -> 192 at 14x14 0.49 -> 0.32.
+The transforms' coefficients (up to 8 and 1/24) cost precision: errors of a
+few 1e-6 of the output's scale against 1e-7 (rtol 1e-4 holds)."""
+
+
 def conv2d_kernel_layout(op: relay.Conv2dOp) -> str:
-    """The packed layout libbyoc computes `op` in fastest: "winograd8o" for a
-    3x3 convolution of stride and dilation 1 (WINOGRAD_MIN_CHANNELS,
-    WINOGRAD_MAX_PRODUCT), else "OIHW8o" (vectors of
+    """The packed layout libbyoc computes `op` in fastest: "winograd4x4_8o" or
+    "winograd8o" for a 3x3 convolution of stride and dilation 1
+    (WINOGRAD_MIN_CHANNELS, WINOGRAD_MAX_PRODUCT, WINOGRAD4_MIN_SIZE), else
+    "OIHW8o" (vectors of
     output pixels) for a 1x1 convolution of a wide image as it is, "OIHW32o"
     (vectors of output channels) for strides other than 1, and otherwise the
     one computing fewer multiply-adds, padding lanes included, ROWS given a
@@ -2363,6 +2379,8 @@ def conv2d_kernel_layout(op: relay.Conv2dOp) -> str:
         and per_group_in >= WINOGRAD_MIN_CHANNELS
         and per_group_in * per_group_out <= WINOGRAD_MAX_PRODUCT
     ):
+        if height >= WINOGRAD4_MIN_SIZE and width >= WINOGRAD4_MIN_SIZE:
+            return "winograd4x4_8o"
         return "winograd8o"
     padding = relay.normalize_padding_nd(attrs["padding"], 2, op.name)
     direct = (kh, kw) == (1, 1) and not any(padding)

@@ -125,8 +125,9 @@ def concatenate_check(op: Operation) -> str | None:
 
 def conv2d_packed_check(op: Operation) -> str | None:
     """Declines Winograd-packed weights, which only libbyoc computes."""
-    if op.attrs()["kernel_layout"] == "winograd8o":  # type: ignore[attr-defined]
-        return 'kernel_layout "winograd8o" is computed by libbyoc (cblas) only'
+    layout = op.attrs()["kernel_layout"]  # type: ignore[attr-defined]
+    if layout in relay.WINOGRAD_LAYOUTS:
+        return f'kernel_layout "{layout}" is computed by libbyoc (cblas) only'
     return c_types(op)
 
 

@@ -844,9 +844,9 @@ def lower_conv(
     assert isinstance(op, relay.Conv2dOp | relay.Conv3dOp | relay.Conv2dPackedOp)
     (data, weight), (out,) = operands, results
     packed = isinstance(op, relay.Conv2dPackedOp)
-    if packed and op.attrs()["kernel_layout"] == "winograd8o":
+    if packed and op.attrs()["kernel_layout"] in relay.WINOGRAD_LAYOUTS:
         raise ByocError(
-            f"error: {op.name}: kernel_layout \"winograd8o\" (Winograd-transformed 3x3 "
+            f"error: {op.name}: kernel_layout \"{op.attrs()['kernel_layout']}\" (Winograd-transformed 3x3 "
             "kernels) is computed by libbyoc (the cblas backend) only; pack the weight "
             "as \"OIHW8o\" for other backends"
         )

@@ -61,8 +61,10 @@ CONVS = [
     # rows of 52 tiles (longer than a chunk's 48) with groups; 49 tiles of 16
     # channels in two chunks, the second starting mid tile row, 64 channels
     # split in two ranges of panels at 2 threads; 200 channels (chunks of 32
-    # tiles at most) on a 5x5 image.
+    # tiles at most) on a 5x5 image; 64 tiles of 40 channels (F(4x4): blocks
+    # of 48 and 16 tiles, output rows of 30 ending mid tile).
     ((2, 10, 13, 9), 19, (3, 3), (1, 1), (0, 1, 2, 1), (1, 1), 1, "bias_add_relu"),
+    ((1, 40, 30, 30), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_add_relu"),
     ((1, 16, 6, 103), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2, "bias_clip"),
     ((1, 16, 14, 14), 64, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "add"),
     ((1, 200, 5, 5), 9, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_relu"),
@@ -131,7 +133,7 @@ def legal(layout: str, conv: tuple) -> bool:
     """Whether libbyoc computes `conv` in `layout` (vectors of pixels need stride 1,
     or a 1x1 kernel without padding: its subsampled copy; Winograd's a 3x3
     kernel of stride and dilation 1)."""
-    if layout == "winograd8o":
+    if layout in relay.WINOGRAD_LAYOUTS:
         return tuple(conv[2]) == (3, 3) and tuple(conv[3]) == (1, 1) and tuple(conv[5]) == (1, 1)
     strided_1x1 = tuple(conv[2]) == (1, 1) and not any(conv[4])
     return layout == "OIHW32o" or tuple(conv[3]) == (1, 1) or strided_1x1
@@ -147,7 +149,7 @@ def compiled_in_layout(module, layout: str):
         cblas.conv2d_kernel_layout = original
 
 
-@pytest.fixture(scope="module", params=["OIHW8o", "OIHW32o", "winograd8o"])
+@pytest.fixture(scope="module", params=["OIHW8o", "OIHW32o", "winograd8o", "winograd4x4_8o"])
 def packed_model(request):
     """Every conv of CONVS its layout can compute, in one model, that layout forced."""
     layout = request.param
@@ -399,23 +401,26 @@ def test_pack_and_unpack_are_inverse(layout, groups, channels, out):
     assert np.array_equal(relay.unpack_conv2d_weight(packed, groups, out), weight)
 
 
+@pytest.mark.parametrize("layout, size, g", [("winograd8o", 4, relay.WINOGRAD_G),
+                                             ("winograd4x4_8o", 6, relay.WINOGRAD4_G)])
 @pytest.mark.parametrize("groups, channels, out", [(1, 5, 11), (2, 6, 34)])
-def test_winograd_packing_transforms_each_kernel(groups, channels, out):
-    """"winograd8o" holds G g G^T of each 3x3 kernel g in blocks of 8 output
-    channels; unpacking recovers g (G's left inverse)."""
+def test_winograd_packing_transforms_each_kernel(groups, channels, out, layout, size, g):
+    """"winograd8o" ("winograd4x4_8o") holds G g G^T of each 3x3 kernel g, 4x4
+    (6x6), in blocks of 8 output channels; unpacking recovers g (G's left
+    inverse)."""
     weight = np.random.default_rng(1).standard_normal((out, channels // groups, 3, 3))
-    packed = relay.pack_conv2d_weight(weight, groups, "winograd8o")
+    packed = relay.pack_conv2d_weight(weight, groups, layout)
     blocks = groups * -(-(out // groups) // 8)
-    assert packed.shape == (blocks, channels // groups, 4, 4, 8)
-    g = np.array(relay.WINOGRAD_G)
+    assert packed.shape == (blocks, channels // groups, size, size, 8)
+    g = np.array(g)
     per_group = out // groups
     # Output channel o of group 1 sits at block blocks/groups + o // 8, lane o % 8.
     o = per_group + 3 if groups == 2 else 9
     block, lane = divmod(o % per_group, 8)
     block += (o // per_group) * (blocks // groups)
-    np.testing.assert_allclose(packed[block, :, :, :, lane], g @ weight[o] @ g.T, rtol=1e-12)
+    np.testing.assert_allclose(packed[block, :, :, :, lane], g @ weight[o] @ g.T, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(
-        relay.unpack_conv2d_weight(packed, groups, out, "winograd8o"), weight, rtol=1e-9, atol=1e-12
+        relay.unpack_conv2d_weight(packed, groups, out, layout), weight, rtol=1e-9, atol=1e-12
     )
 
 
@@ -452,21 +457,22 @@ def test_conv2d_packed_runs_on_every_exit(targets):
     check(model, module, inputs)
 
 
-def winograd_module() -> tuple[ModuleOp, list[np.ndarray]]:
+def winograd_module(layout: str = "winograd8o") -> tuple[ModuleOp, list[np.ndarray]]:
     rng = np.random.default_rng(4)
     weight = rng.standard_normal((10, 6, 3, 3)).astype(np.float32)
-    packed = relay.pack_conv2d_weight(weight, 1, "winograd8o")
+    packed = relay.pack_conv2d_weight(weight, 1, layout)
 
     def body(e, x, w):
-        return e(relay.Conv2dPackedOp(x, w, 10, "winograd8o", padding=(1, 0, 1, 2)))
+        return e(relay.Conv2dPackedOp(x, w, 10, layout, padding=(1, 0, 1, 2)))
 
     module = build([(1, 6, 9, 7), packed.shape], body)
     return module, [rng.standard_normal((1, 6, 9, 7)).astype(np.float32), packed]
 
 
-def test_winograd_conv2d_packed_means_conv2d_of_the_unpacked_weight():
-    module, (x, packed) = winograd_module()
-    weight = relay.unpack_conv2d_weight(packed, 1, 10, "winograd8o")
+@pytest.mark.parametrize("layout", ["winograd8o", "winograd4x4_8o"])
+def test_winograd_conv2d_packed_means_conv2d_of_the_unpacked_weight(layout):
+    module, (x, packed) = winograd_module(layout)
+    weight = relay.unpack_conv2d_weight(packed, 1, 10, layout)
 
     def body(e, x, w):
         return e(relay.Conv2dOp(x, w, padding=(1, 0, 1, 2)))
@@ -478,11 +484,12 @@ def test_winograd_conv2d_packed_means_conv2d_of_the_unpacked_weight():
     check(byoc.compile(module, targets=["cblas"]), module, [x, packed])
 
 
+@pytest.mark.parametrize("layout", ["winograd8o", "winograd4x4_8o"])
 @pytest.mark.parametrize("targets", [[], ["ccompiler"]])
-def test_winograd_conv2d_packed_elsewhere_is_an_error(targets):
+def test_winograd_conv2d_packed_elsewhere_is_an_error(targets, layout):
     """Only libbyoc computes Winograd-packed weights: other exits say so."""
-    module, _ = winograd_module()
-    with pytest.raises(byoc.ByocError, match='"winograd8o".*libbyoc'):
+    module, _ = winograd_module(layout)
+    with pytest.raises(byoc.ByocError, match=f'"{layout}".*libbyoc'):
         byoc.compile(module, targets=targets)
 
 

@@ -765,20 +765,35 @@ class Conv2dOp(InferredOp):
 
 
 
-PACKED_KERNEL_LAYOUTS = {"OIHW8o": 8, "OIHW32o": 32, "winograd8o": 8}
+PACKED_KERNEL_LAYOUTS = {"OIHW8o": 8, "OIHW32o": 32, "winograd8o": 8, "winograd4x4_8o": 8}
 """The weight layouts of `relay.nn.conv2d_packed`, by their output-channel block.
 "winograd8o" holds 3x3 kernels g transformed for Winograd's F(2x2, 3x3):
-`WINOGRAD_G @ g @ WINOGRAD_G.T`, 4x4 each, where the others hold KH x KW."""
+`WINOGRAD_G @ g @ WINOGRAD_G.T`, 4x4 each, where the others hold KH x KW;
+"winograd4x4_8o" for F(4x4, 3x3): `WINOGRAD4_G @ g @ WINOGRAD4_G.T`, 6x6 each."""
 
 WINOGRAD_G = ((1.0, 0.0, 0.0), (0.5, 0.5, 0.5), (0.5, -0.5, 0.5), (0.0, 0.0, 1.0))
 """F(2x2, 3x3)'s kernel transform G (Lavin and Gray)."""
+
+WINOGRAD4_G = (
+    (1 / 4, 0.0, 0.0),
+    (-1 / 6, -1 / 6, -1 / 6),
+    (-1 / 6, 1 / 6, -1 / 6),
+    (1 / 24, 1 / 12, 1 / 6),
+    (1 / 24, -1 / 12, 1 / 6),
+    (0.0, 0.0, 1.0),
+)
+"""F(4x4, 3x3)'s kernel transform G (Lavin and Gray)."""
+
+WINOGRAD_LAYOUTS = {"winograd8o": WINOGRAD_G, "winograd4x4_8o": WINOGRAD4_G}
+"""The Winograd-transformed layouts of `relay.nn.conv2d_packed`, by their G."""
 
 
 def packed_weight_shape(
     weight: Sequence[int], groups: int, kernel_layout: str, op_name: str = "relay.nn.conv2d_packed"
 ) -> Shape:
     """The packed shape `[G * ceil(O/G / b), I, KH, KW, b]` of an OIHW weight
-    (KH = KW = 4 for "winograd8o", whose kernels must be 3x3)."""
+    (KH = KW = 4 for "winograd8o", 6 for "winograd4x4_8o", whose kernels must
+    be 3x3)."""
     block = PACKED_KERNEL_LAYOUTS.get(kernel_layout)
     if block is None:
         known = ", ".join(f'"{k}"' for k in PACKED_KERNEL_LAYOUTS)
@@ -786,10 +801,10 @@ def packed_weight_shape(
     o, i, kh, kw = weight
     if groups < 1 or o % groups:
         raise _error(op_name, f"channels={o} is not a multiple of groups={groups}")
-    if kernel_layout == "winograd8o":
+    if kernel_layout in WINOGRAD_LAYOUTS:
         if (kh, kw) != (3, 3):
-            raise _error(op_name, f'kernel_layout "winograd8o" needs a 3x3 kernel, not {kh}x{kw}')
-        kh = kw = 4
+            raise _error(op_name, f'kernel_layout "{kernel_layout}" needs a 3x3 kernel, not {kh}x{kw}')
+        kh = kw = len(WINOGRAD_LAYOUTS[kernel_layout])
     return (groups * -(-(o // groups) // block), i, kh, kw, block)
 
 
@@ -802,8 +817,8 @@ def pack_conv2d_weight(weight: Any, groups: int, kernel_layout: str) -> Any:
     from byoc.dialects.relay.constant import filled_array
 
     shape = packed_weight_shape(weight.shape, groups, kernel_layout)
-    if kernel_layout == "winograd8o":
-        g = np.array(WINOGRAD_G)
+    if kernel_layout in WINOGRAD_LAYOUTS:
+        g = np.array(WINOGRAD_LAYOUTS[kernel_layout])
         weight = np.einsum("ai,ocij,bj->ocab", g, weight.astype(np.float64), g).astype(weight.dtype)
     o, i, kh, kw = weight.shape
     blocks, _, _, _, block = shape
@@ -827,16 +842,16 @@ def unpack_conv2d_weight(
     packed: Any, groups: int, channels: int, kernel_layout: str = "OIHW8o"
 ) -> Any:
     """The OIHW weight of `channels` output channels a packed weight holds (a
-    "winograd8o" one's 3x3 kernels through G's left inverse: exact up to
-    rounding)."""
+    Winograd-transformed one's 3x3 kernels through G's left inverse: exact up
+    to rounding)."""
     import numpy as np
 
     blocks, i, kh, kw, block = packed.shape
     per_group = blocks // groups
     weight = packed.transpose(0, 4, 1, 2, 3).reshape(groups, per_group * block, i, kh, kw)
     weight = weight[:, : channels // groups].reshape(channels, i, kh, kw)
-    if kernel_layout == "winograd8o":
-        inverse = np.linalg.pinv(np.array(WINOGRAD_G))
+    if kernel_layout in WINOGRAD_LAYOUTS:
+        inverse = np.linalg.pinv(np.array(WINOGRAD_LAYOUTS[kernel_layout]))
         weight = np.einsum("ia,ocab,jb->ocij", inverse, weight.astype(np.float64), inverse)
         weight = weight.astype(packed.dtype)
     return weight
@@ -849,7 +864,8 @@ class Conv2dPackedOp(InferredOp):
     I, KH, KW, b]`, the output channels of each group in blocks of b side by side,
     the last block of a group padded with zeros (`pack_conv2d_weight`);
     "winograd8o" is "OIHW8o" of 3x3 kernels transformed for Winograd's
-    F(2x2, 3x3), 4x4 each (`WINOGRAD_G`).
+    F(2x2, 3x3), 4x4 each (`WINOGRAD_G`), "winograd4x4_8o" for F(4x4, 3x3),
+    6x6 each (`WINOGRAD4_G`).
     `channels` (O) is required: the padding hides it. Computes what
     `relay.nn.conv2d` computes on `unpack_conv2d_weight(weight)`."""
 
@@ -902,8 +918,8 @@ class Conv2dPackedOp(InferredOp):
         )
         _check_rank(weight.get_shape(), 5, cls.name, "weight (packed OIHWbo)")
         _, i, kh, kw, _ = weight.get_shape()
-        if attrs["kernel_layout"] == "winograd8o":
-            kh, kw = kh - 1, kw - 1  # G g G^T of a 3x3 g is 4x4
+        if attrs["kernel_layout"] in WINOGRAD_LAYOUTS:
+            kh = kw = 3  # G g G^T of a 3x3 g is 4x4 (6x6)
         shape = (attrs["channels"], i, kh, kw)
         want = packed_weight_shape(shape, attrs["groups"], attrs["kernel_layout"], cls.name)
         if tuple(weight.get_shape()) != want:

@@ -99,12 +99,16 @@ void byoc_rt_pool_stats(int64_t *out, int32_t size);
  *                    [G * ceil(O/G / 8), C/G, 4, 4, 8], G g G^T of each 3x3
  *                    kernel g (Winograd's F(2x2, 3x3): G = [1 0 0; 1/2 1/2 1/2;
  *                    1/2 -1/2 1/2; 0 0 1]) in blocks of 8 output channels.
+ *   BYOC_RT_WINOGRAD4 the same of Winograd's F(4x4, 3x3) ("winograd4x4_8o"):
+ *                    [G * ceil(O/G / 8), C/G, 6, 6, 8], G = [1/4 0 0;
+ *                    -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6;
+ *                    1/24 -1/12 1/6; 0 0 1].
  *
  * `bias` ([O]) and `residual` (shaped as `out`) may be NULL. Returns BYOC_RT_OK,
  * BYOC_RT_OUT_OF_MEMORY when scratch memory cannot be allocated, or
- * BYOC_RT_FAILED for BYOC_RT_ROWS with a stride it cannot read, BYOC_RT_WINOGRAD
+ * BYOC_RT_FAILED for BYOC_RT_ROWS with a stride it cannot read, BYOC_RT_WINOGRAD(4)
  * with another kernel, stride or dilation, or a `shuffle`. */
-enum { BYOC_RT_ROWS = 0, BYOC_RT_COLUMNS = 1, BYOC_RT_WINOGRAD = 2 };
+enum { BYOC_RT_ROWS = 0, BYOC_RT_COLUMNS = 1, BYOC_RT_WINOGRAD = 2, BYOC_RT_WINOGRAD4 = 3 };
 enum { BYOC_RT_LINEAR = 0, BYOC_RT_RELU = 1, BYOC_RT_CLIP = 2, BYOC_RT_GELU = 3 };
 
 typedef struct byoc_rt_conv {

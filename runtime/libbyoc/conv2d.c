@@ -331,7 +331,7 @@ static int32_t setup(job *jp, const byoc_rt_conv *cv, const float *data, const f
 
 int32_t byoc_rt_conv2d(const byoc_rt_conv *cv, const float *data, const float *weight,
                        const float *bias, const float *residual, float *out) {
-  if (cv->layout == BYOC_RT_WINOGRAD && cv->shuffle <= 1)
+  if ((cv->layout == BYOC_RT_WINOGRAD || cv->layout == BYOC_RT_WINOGRAD4) && cv->shuffle <= 1)
     return byoc_winograd_conv2d(cv, data, weight, bias, residual, out);
   job j;
   int32_t status = setup(&j, cv, data, weight, bias, residual, out, 0, NULL);

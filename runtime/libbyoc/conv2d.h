@@ -57,7 +57,7 @@ typedef void (*columns_fn)(int64_t, const float *restrict, const float *restrict
 BYOC_HIDDEN extern const columns_fn byoc_columns16_tiles[COLS_NR + 1];
 BYOC_HIDDEN extern const columns_fn byoc_columns32_tiles[COLS_NR + 1];
 
-/* byoc_rt_conv2d of BYOC_RT_WINOGRAD (conv2d_winograd.c). */
+/* byoc_rt_conv2d of BYOC_RT_WINOGRAD and BYOC_RT_WINOGRAD4 (conv2d_winograd.c). */
 BYOC_HIDDEN int32_t byoc_winograd_conv2d(const byoc_rt_conv *cv, const float *data,
                                          const float *weight, const float *bias,
                                          const float *residual, float *out);

@@ -10,10 +10,15 @@
  * of G's factors are halves, so the results match the direct product within
  * a few ulps of the output's scale.
  *
+ * F(4x4, 3x3) (BYOC_RT_WINOGRAD4, "winograd4x4_8o") is the same with 4x4
+ * tiles of 6x6 patches: 36 products a tile and input channel for 16 outputs
+ * (2.25 an output against 4), its transforms' coefficients up to 8 (and G's
+ * down to 1/24), so errors of a few 1e-6 of the output's scale.
+ *
  * Work is split in chunks of up to 48 consecutive tiles (row-major) and a range
  * of output-channel panels. A chunk transforms its tiles' patches of every
- * input channel into V (its thread's task scratch: 16 x C x 48 floats), then
- * per panel computes the 16 products into M (16 x 8 x 48 floats, in L1) and
+ * input channel into V (its thread's task scratch: 16 (36) x C x 48 floats),
+ * then per panel computes the 16 (36) products into M (16 (36) x 8 x 48 floats) and
  * transforms them into the output, bias, residual and activation applied on
  * the way. The input is read from a zero-padded copy big enough for every
  * tile's 4x4 patch.
@@ -32,7 +37,6 @@
 #define WINO_NV 3                     /* vectors of tiles a product holds */
 #define WINO_NT (WINO_NV * LANES)     /* tiles a chunk covers */
 #define WINO_MR 8                     /* output channels per panel */
-#define WINO_XI 16                    /* positions of a 4x4 patch */
 
 /* The first n floats at p as a vector (the rest 0; n <= 0: none). */
 static inline vec load_n(const float *p, int64_t n) {
@@ -72,12 +76,13 @@ static inline void deinterleave(const float *p, vec *even, vec *odd) {
 typedef struct wino_job {
   const byoc_rt_conv *cv;
   const float *data;
-  const float *weight; /* [G][panels][C/G][16][8] */
+  const float *weight; /* [G][panels][C/G][xi][8] */
   float *out;
   epilogue e;
   float *copy;         /* the padded copy of the current image and group */
   int64_t pitch, plane; /* its row pitch and channel plane (floats) */
   int64_t cg, og, panels;
+  int64_t m, xi;            /* outputs a tile is wide and high (2 or 4), patch positions ((m + 2)^2) */
   int64_t tiles_w, tiles;   /* tiles per tile row, in all */
   int64_t blocks, ranges, per_range; /* chunks: blocks of tiles x ranges of panels */
   int64_t v_stride;         /* floats between two input channels' rows of V (>= tiles of a block) */
@@ -126,10 +131,78 @@ static void transform_input(const wino_job *j, int64_t t0, int64_t t1, float *v)
   }
 }
 
+/* The floats at 4 l + phase of the 64 at p, phases 0 to 3, for lanes l. */
+static inline void deinterleave4(const float *p, vec phase[4]) {
+  vec e0, o0, e1, o1;
+  deinterleave(p, &e0, &o0);          /* floats 0, 2, .. 30 and 1, 3, .. 31 */
+  deinterleave(p + 2 * LANES, &e1, &o1);
+  phase[0] = __builtin_shufflevector(e0, e1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  phase[2] = __builtin_shufflevector(e0, e1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  phase[1] = __builtin_shufflevector(o0, o1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  phase[3] = __builtin_shufflevector(o0, o1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+}
+
+/* y = B^T x of F(4x4, 3x3): B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0;
+ * 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1]. */
+static inline void bt6(const vec x[6], vec y[6]) {
+  vec a = x[4] - 4.0f * x[2], b = 4.0f * x[1] - x[3];
+  vec c = x[4] - x[2], d = 2.0f * (x[1] - x[3]);
+  y[0] = 4.0f * x[0] - 5.0f * x[2] + x[4];
+  y[1] = a - b;
+  y[2] = a + b;
+  y[3] = c - d;
+  y[4] = c + d;
+  y[5] = 4.0f * x[1] - 5.0f * x[3] + x[5];
+}
+
+/* V[xi][c][t - t0] = (B^T d B)[xi] of tile t's 6x6 patch in channel c (F(4x4, 3x3)). */
+static void transform_input4(const wino_job *j, int64_t t0, int64_t t1, float *v) {
+  int64_t stride_xi = j->xi_stride;
+  for (int64_t c = 0; c < j->cg; c++) {
+    const float *channel = j->copy + c * j->plane;
+    float *vc = v + c * j->v_stride;
+    for (int64_t t = t0; t < t1;) {
+      int64_t ty = t / j->tiles_w, tx = t % j->tiles_w;
+      int64_t n = min64(min64(LANES, j->tiles_w - tx), t1 - t);
+      const float *r = channel + 4 * ty * j->pitch + 4 * tx;
+      /* B^T along the columns first: per column of the patch (4 tx + k, a
+       * vector over the tiles), its 6 rows combined. */
+      vec col[6][6]; /* col[k][i]: row i, column 4 tx + k */
+      for (int i = 0; i < 6; i++) {
+        vec ph[4], ph4[4];
+        deinterleave4(r + i * j->pitch, ph);
+        deinterleave4(r + i * j->pitch + 4, ph4);
+        col[0][i] = ph[0];
+        col[1][i] = ph[1];
+        col[2][i] = ph[2];
+        col[3][i] = ph[3];
+        col[4][i] = ph4[0];
+        col[5][i] = ph4[1];
+      }
+      vec rows[6][6]; /* rows[a][k]: (B^T d)[a] at column k */
+      for (int k = 0; k < 6; k++) {
+        vec y[6];
+        bt6(col[k], y);
+        for (int a = 0; a < 6; a++)
+          rows[a][k] = y[a];
+      }
+      /* Then along the rows. */
+      float *dst = vc + (t - t0);
+      for (int a = 0; a < 6; a++) {
+        vec y[6];
+        bt6(rows[a], y);
+        for (int b = 0; b < 6; b++)
+          store_n(dst + (6 * a + b) * stride_xi, y[b], n);
+      }
+      t += n;
+    }
+  }
+}
+
 /* m[r][q] = sum_c u[c][xi][r] v[c][q] for 8 channels r and nv vectors of tiles q. */
 static inline __attribute__((always_inline)) void
-wino_product(const int nv, int64_t k, const float *restrict u, const float *restrict v,
-             int64_t v_stride, float *restrict m) {
+wino_product(const int nv, int64_t k, const float *restrict u, int64_t u_stride,
+             const float *restrict v, int64_t v_stride, float *restrict m) {
   vec acc[WINO_MR][WINO_NV];
 #pragma GCC unroll 8
   for (int r = 0; r < WINO_MR; r++)
@@ -140,14 +213,14 @@ wino_product(const int nv, int64_t k, const float *restrict u, const float *rest
     /* The weights 16 channels on (a line each, 512 bytes apart), which a
      * model's call reads from memory: ResNet-50's 512-channel 3x3 convs at
      * 7x7 (16 MB of them) 3.08 -> 2.42 ms, as fast as the direct product. */
-    __builtin_prefetch(u + (c + 16) * WINO_XI * WINO_MR, 0, 3);
+    __builtin_prefetch(u + (c + 16) * u_stride, 0, 3);
     vec x[WINO_NV];
 #pragma GCC unroll 3
     for (int q = 0; q < nv; q++)
       x[q] = load(v + c * v_stride + q * LANES);
 #pragma GCC unroll 8
     for (int r = 0; r < WINO_MR; r++) {
-      float w = u[c * WINO_XI * WINO_MR + r];
+      float w = u[c * u_stride + r];
 #pragma GCC unroll 3
       for (int q = 0; q < nv; q++)
         acc[r][q] += w * x[q];
@@ -160,12 +233,12 @@ wino_product(const int nv, int64_t k, const float *restrict u, const float *rest
       store(m + r * WINO_NT + q * LANES, acc[r][q]);
 }
 
-typedef void (*wino_product_fn)(int64_t, const float *restrict, const float *restrict, int64_t,
-                                float *restrict);
-#define WINO_PRODUCT(nv)                                                                     \
-  static void wino_product_##nv(int64_t k, const float *restrict u, const float *restrict v, \
-                                int64_t v_stride, float *restrict m) {                       \
-    wino_product(nv, k, u, v, v_stride, m);                                                  \
+typedef void (*wino_product_fn)(int64_t, const float *restrict, int64_t, const float *restrict,
+                                int64_t, float *restrict);
+#define WINO_PRODUCT(nv)                                                                       \
+  static void wino_product_##nv(int64_t k, const float *restrict u, int64_t u_stride,           \
+                                const float *restrict v, int64_t v_stride, float *restrict m) { \
+    wino_product(nv, k, u, u_stride, v, v_stride, m);                                          \
   }
 WINO_PRODUCT(1)
 WINO_PRODUCT(2)
@@ -221,27 +294,100 @@ static void transform_output(const wino_job *j, int64_t o0, int64_t rows, int64_
   }
 }
 
+/* y = A^T x of F(4x4, 3x3): A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0;
+ * 0 1 -1 8 -8 1]. */
+static inline void at6(const vec x[6], vec y[4]) {
+  vec p = x[1] + x[2], q = x[1] - x[2], u = x[3] + x[4], w = x[3] - x[4];
+  y[0] = x[0] + p + u;
+  y[1] = q + 2.0f * w;
+  y[2] = p + 4.0f * u;
+  y[3] = q + 8.0f * w + x[5];
+}
+
+/* Output channels [o0, o0 + rows) at tiles [t0, t1) from m ([36][8][48]) of
+ * F(4x4, 3x3): A^T M A, then bias, residual and activation, stored 4x4 a tile. */
+static void transform_output4(const wino_job *j, int64_t o0, int64_t rows, int64_t t0, int64_t t1,
+                              const float *m) {
+  const byoc_rt_conv *cv = j->cv;
+  int64_t oh = cv->out_height, ow = cv->out_width, plane = oh * ow;
+  int64_t out_at = (j->image * cv->out_channels + j->group * j->og + o0) * plane;
+  float y[4][4][WINO_NT + LANES]; /* y[a][b][t - t0]: output (4 ty + a, 4 tx + b) */
+  for (int64_t r = 0; r < rows; r++) {
+    const float *mr = m + r * WINO_NT;
+    for (int64_t q = 0; q < t1 - t0; q += LANES) {
+      vec s[6][4]; /* s[k][b]: (M A)[k][b] */
+      for (int k = 0; k < 6; k++) {
+        vec x[6];
+        for (int i = 0; i < 6; i++)
+          x[i] = load(mr + (6 * k + i) * WINO_MR * WINO_NT + q);
+        at6(x, s[k]);
+      }
+      for (int b = 0; b < 4; b++) {
+        vec x[6], z[4];
+        for (int k = 0; k < 6; k++)
+          x[k] = s[k][b];
+        at6(x, z);
+        for (int a = 0; a < 4; a++)
+          store(y[a][b] + q, z[a]);
+      }
+    }
+    float bias = j->e.bias != NULL ? j->e.bias[j->group * j->og + o0 + r] : 0.0f;
+    float *out = j->out + out_at + r * plane;
+    const float *residual = j->e.residual != NULL ? j->e.residual + out_at + r * plane : NULL;
+    /* Row by row of tiles: 4 tiles' four columns interleaved into 16 outputs. */
+    for (int64_t t = t0; t < t1;) {
+      int64_t ty = t / j->tiles_w, tx = t % j->tiles_w;
+      int64_t n = min64(j->tiles_w - tx, t1 - t);
+      for (int a = 0; a < 4 && 4 * ty + a < oh; a++) {
+        int64_t row = (4 * ty + a) * ow;
+        for (int64_t i = 0; i < n; i += LANES / 4) {
+          int64_t x = 4 * (tx + i), count = min64(LANES, ow - x);
+          const float *ya = y[a][0] + (t - t0) + i;
+          vec c0 = load(ya), c1 = load(y[a][1] + (t - t0) + i);
+          vec c2 = load(y[a][2] + (t - t0) + i), c3 = load(y[a][3] + (t - t0) + i);
+          vec lo = __builtin_shufflevector(c0, c1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+          vec hi = __builtin_shufflevector(c2, c3, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+          vec z = __builtin_shufflevector(lo, hi, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23);
+          z += bias;
+          if (residual != NULL)
+            z += load_n(residual + row + x, count);
+          store_n(out + row + x, act_vector(&j->e, z), min64(count, 4 * (n - i)));
+        }
+      }
+      t += n;
+    }
+  }
+}
+
 /* One chunk: tiles of block `index % blocks`, panels of range `index / blocks`. */
 static void wino_chunk(void *context, int64_t index) {
   wino_job *j = context;
   int64_t block = index % j->blocks, range = index / j->blocks;
   int64_t t0 = block * j->v_stride, t1 = min64(j->tiles, t0 + j->v_stride);
   int64_t p0 = range * j->per_range, p1 = min64(j->panels, p0 + j->per_range);
-  float *v = byoc_task_scratch((size_t)(WINO_XI * j->xi_stride + WINO_XI * WINO_MR * WINO_NT));
+  float *v = byoc_task_scratch((size_t)(j->xi * j->xi_stride + j->xi * WINO_MR * WINO_NT));
   if (v == NULL) {
     __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
     return;
   }
-  float *m = v + WINO_XI * j->xi_stride;
-  transform_input(j, t0, t1, v);
+  float *m = v + j->xi * j->xi_stride;
+  if (j->m == 4)
+    transform_input4(j, t0, t1, v);
+  else
+    transform_input(j, t0, t1, v);
   wino_product_fn product = wino_products[ceil_div(t1 - t0, LANES)];
-  const float *u = j->weight + j->group * j->panels * j->cg * WINO_XI * WINO_MR;
+  int64_t u_stride = j->xi * WINO_MR; /* floats between two input channels' weights */
+  const float *u = j->weight + j->group * j->panels * j->cg * u_stride;
   for (int64_t p = p0; p < p1; p++) {
-    const float *up = u + p * j->cg * WINO_XI * WINO_MR;
-    for (int xi = 0; xi < WINO_XI; xi++)
-      product(j->cg, up + xi * WINO_MR, v + xi * j->xi_stride, j->v_stride,
+    const float *up = u + p * j->cg * u_stride;
+    for (int64_t xi = 0; xi < j->xi; xi++)
+      product(j->cg, up + xi * WINO_MR, u_stride, v + xi * j->xi_stride, j->v_stride,
               m + xi * WINO_MR * WINO_NT);
-    transform_output(j, p * WINO_MR, min64(WINO_MR, j->og - p * WINO_MR), t0, t1, m);
+    int64_t rows = min64(WINO_MR, j->og - p * WINO_MR);
+    if (j->m == 4)
+      transform_output4(j, p * WINO_MR, rows, t0, t1, m);
+    else
+      transform_output(j, p * WINO_MR, rows, t0, t1, m);
   }
 }
 
@@ -267,6 +413,62 @@ static void wino_pad(void *context, int64_t index) {
   }
 }
 
+/* The runs of tiles the input transform of tiles [t0, t1) takes: a run
+ * ends with its tile row or 16 tiles. */
+static int64_t input_runs(const wino_job *j, int64_t t0, int64_t t1) {
+  int64_t runs = 0;
+  for (int64_t t = t0; t < t1; runs++)
+    t += min64(min64(LANES, j->tiles_w - t % j->tiles_w), t1 - t);
+  return runs;
+}
+
+/* Ranges of panels for `threads` threads: the count whose chunks, taken in
+ * order by whichever thread is free, end first by a model of their costs in
+ * products of a vector of tiles by 8 weights (1 a panel, input channel and
+ * patch position), each chunk's input transform included (a run of tiles
+ * and input channel about 9 of them for F(2x2), 36 for F(4x4), 1 thread:
+ * 43 us a range of ResNet-50's 256 channels at 14x14 by F(2x2), 51 us of
+ * Inception v2's 128 -> 192 by F(4x4)). Within 3% of the best, more chunks
+ * win: they absorb a thread that comes late. A fixed count of chunks a
+ * thread (four) transformed each block of ResNet-50's 256-channel convs at
+ * 14x14 4 times at 2 threads; and F(4x4) at 14x14, one block of 16 tiles in
+ * 4 runs of 4, spent more on transforming than splitting saved (Inception
+ * v2's 128 -> 192: 343 us at 1 thread; at 2, 261 in 4 ranges, 210 in 2). */
+static int64_t wino_ranges(const wino_job *j, int64_t threads) {
+  enum { MOST = 16 };
+  int64_t per_run = j->m == 4 ? 36 : 9;
+  int64_t n = min64(threads, 64);
+  double ends[MOST + 1] = {0}, best = 0.0;
+  for (int64_t r = 1; r <= min64(j->panels, MOST); r++) {
+    int64_t per_range = ceil_div(j->panels, r);
+    ends[r] = -1.0;
+    if (ceil_div(j->panels, per_range) != r)
+      continue; /* the same split as fewer ranges */
+    double free_at[64] = {0};
+    for (int64_t index = 0; index < j->blocks * r; index++) {
+      int64_t block = index % j->blocks, range = index / j->blocks;
+      int64_t t0 = block * j->v_stride, t1 = min64(j->tiles, t0 + j->v_stride);
+      int64_t panels = min64(j->panels, (range + 1) * per_range) - range * per_range;
+      double cost = (double)j->cg * (double)(input_runs(j, t0, t1) * per_run +
+                                             panels * j->xi * ceil_div(t1 - t0, LANES));
+      int64_t first = 0;
+      for (int64_t t = 1; t < n; t++)
+        if (free_at[t] < free_at[first])
+          first = t;
+      free_at[first] += cost;
+    }
+    for (int64_t t = 0; t < n; t++)
+      ends[r] = free_at[t] > ends[r] ? free_at[t] : ends[r];
+    if (r == 1 || ends[r] < best)
+      best = ends[r];
+  }
+  int64_t choice = 1;
+  for (int64_t r = 1; r <= min64(j->panels, MOST); r++)
+    if (ends[r] >= 0.0 && ends[r] <= best * 1.03)
+      choice = r;
+  return choice;
+}
+
 int32_t byoc_winograd_conv2d(const byoc_rt_conv *cv, const float *data, const float *weight,
                              const float *bias, const float *residual, float *out) {
   if (cv->kernel_h != 3 || cv->kernel_w != 3 || cv->stride_h != 1 || cv->stride_w != 1 ||
@@ -280,17 +482,20 @@ int32_t byoc_winograd_conv2d(const byoc_rt_conv *cv, const float *data, const fl
       .e = {bias, residual, cv->activation, cv->low, cv->high},
       .cg = cv->channels / cv->groups,
       .og = cv->out_channels / cv->groups,
+      .m = cv->layout == BYOC_RT_WINOGRAD4 ? 4 : 2,
   };
+  j.xi = (j.m + 2) * (j.m + 2);
   j.panels = ceil_div(j.og, WINO_MR);
-  j.tiles_w = ceil_div(cv->out_width, 2);
-  j.tiles = ceil_div(cv->out_height, 2) * j.tiles_w;
-  /* The copy holds every tile's 4x4 patch (and the image at its padding). */
-  j.pitch = max64(cv->width + cv->pad_left, 2 * j.tiles_w + 2);
-  int64_t rows = max64(cv->height + cv->pad_top, 2 * ceil_div(cv->out_height, 2) + 2);
+  j.tiles_w = ceil_div(cv->out_width, j.m);
+  j.tiles = ceil_div(cv->out_height, j.m) * j.tiles_w;
+  /* The copy holds every tile's patch (and the image at its padding). */
+  j.pitch = max64(cv->width + cv->pad_left, j.m * j.tiles_w + 2);
+  int64_t rows = max64(cv->height + cv->pad_top, j.m * ceil_div(cv->out_height, j.m) + 2);
   j.plane = rows * j.pitch;
-  /* Blocks of tiles whose V (16 x C x tiles floats) stays within half of L2:
-   * ResNet-50's 256-channel convs at 14x14 take 32 tiles a block. */
-  int64_t most = min64(WINO_NT, max64(LANES, (8192 / max64(j.cg, 1)) / LANES * LANES));
+  /* Blocks of tiles whose V (xi x C x tiles floats) stays within half of L2:
+   * ResNet-50's 256-channel convs at 14x14 take 32 tiles a block by F(2x2),
+   * 16 by F(4x4). */
+  int64_t most = min64(WINO_NT, max64(LANES, (131072 / j.xi / max64(j.cg, 1)) / LANES * LANES));
   /* Blocks of whole vectors of tiles but the last: split evenly, 784 tiles at
    * 56x56 made 17 blocks of 46 tiles in 48 lanes, 18 (at 2 threads) of 44. */
   j.v_stride = min64(most, ceil_div(j.tiles, LANES) * LANES);
@@ -302,17 +507,13 @@ int32_t byoc_winograd_conv2d(const byoc_rt_conv *cv, const float *data, const fl
    * quarter of the products' time, now an eighth. */
   j.xi_stride = j.cg * j.v_stride + LANES;
   /* Panels split in ranges when blocks are too few for every thread to take
-   * two chunks; each range transforms its tiles' input again (ResNet-50's
-   * 256 channels at 14x14: 43 us of 1.25 ms a range, 1 thread), so a range
-   * keeps at least 4 panels. Four chunks a thread made 4 ranges of 8 panels
-   * there at 2 threads: each block's input transformed 4 times, now 2. */
-  j.ranges = 1;
-  while (threads > 1 && j.blocks * j.ranges < 2 * threads && j.panels / (j.ranges + 1) >= 4)
-    j.ranges++;
+   * a fair share; each range transforms its block's input again. */
+  j.ranges = threads > 1 ? wino_ranges(&j, threads) : 1;
   j.per_range = ceil_div(j.panels, j.ranges);
   j.ranges = ceil_div(j.panels, j.per_range);
-  /* The copy, with a zeroed margin the last patches' vectors read past. */
-  int64_t margin = 4 * LANES;
+  /* The copy, with a zeroed margin the last patches' vectors read past
+   * (F(4x4) reads 64 floats from 4 past a patch's first column). */
+  int64_t margin = 5 * LANES;
   float *copy = byoc_thread_scratch((size_t)(j.cg * j.plane + margin));
   if (copy == NULL)
     return BYOC_RT_OUT_OF_MEMORY;

@@ -649,7 +649,7 @@ func.func @main(%x: tensor<1x4x5x5xf32>, %w: tensor<1x4x3x3x4xf32>) -> tensor<1x
   %0 = relay.nn.conv2d_packed %x, %w {channels = 4 : i64, kernel_layout = "OIHW4o"} : (tensor<1x4x5x5xf32>, tensor<1x4x3x3x4xf32>) -> tensor<1x4x3x3xf32>
   func.return %0 : tensor<1x4x3x3xf32>
 }
-// CHECK: relay_ops_invalid.mlir:649:3: error: 'relay.nn.conv2d_packed': kernel_layout "OIHW4o" is not one of "OIHW8o", "OIHW32o", "winograd8o"
+// CHECK: relay_ops_invalid.mlir:649:3: error: 'relay.nn.conv2d_packed': kernel_layout "OIHW4o" is not one of "OIHW8o", "OIHW32o", "winograd8o", "winograd4x4_8o"
 
 // -----
 
