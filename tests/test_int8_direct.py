@@ -37,9 +37,20 @@ IMAGES = {"x": (2, 5, 9, 11), "y": (2, 17, 6, 7), "u": (2, 8, 23, 30)}
 channels for a 1x1 kernel (depth 17), and an image large enough for several
 bands of rows on several cores (23 rows: a last, shorter band)."""
 
+CLIPPED = "a"
+"""The conv whose requantize a clip narrows (libbyoc requantizes it from its
+registers, with the clip's bounds)."""
+RESIDUAL = "f"
+"""The conv that a quantized add of its input follows (its sums go through a
+tile and the generated epilogue, which computes the add)."""
+BYTES = "c"
+"""The conv whose quantized output the model returns (libbyoc writes the
+bytes; the others' dequantize is fused, libbyoc writes floats)."""
+
 CONVS = [
     # name, input, weight shape, output shape, attributes, per-channel zero weight points
     ("a", "x", (70, 5, 3, 3), (2, 70, 9, 11), " {padding = array<i64: 1, 1, 1, 1>}", True),
+    ("f", "y", (17, 17, 3, 3), (2, 17, 6, 7), " {padding = array<i64: 1, 1, 1, 1>}", False),
     ("b", "x", (70, 5, 3, 3), (2, 70, 7, 11),
      " {padding = array<i64: 2, 1, 0, 3>, dilation = array<i64: 2, 2>}", False),
     ("c", "x", (13, 5, 5, 3), (2, 13, 9, 8),
@@ -55,7 +66,7 @@ def direct_model(dtype: str) -> str:
     rng = np.random.default_rng(41)
     q = "ui8" if dtype == "uint8" else "i8"
     low, high = (0, 255) if dtype == "uint8" else (-128, 127)
-    outs = ", ".join(_t(out, "f32") for _, _, _, out, _, _ in CONVS)
+    outs = ", ".join(_t(out, q if name == BYTES else "f32") for name, _, _, out, _, _ in CONVS)
     args = ", ".join(f"%{n}: {_t(shape, 'f32')}" for n, shape in IMAGES.items())
     lines = [
         f"func.func @main({args}) -> ({outs}) {{",
@@ -95,9 +106,28 @@ def direct_model(dtype: str) -> str:
             f'  %{name}1 = relay.qnn.requantize %{name}0, %{name}is, %zero, %{name}os, %oz '
             f'{{axis = 1 : i64, out_dtype = "{dtype}"}} : ({_t(out_shape, "i32")}, {pt}f32>, tensor<i32>, '
             f"tensor<f32>, tensor<i32>) -> {_t(out_shape, q)}",
-            f"  %{name}2 = relay.qnn.dequantize %{name}1, %{name}os, %oz : ({_t(out_shape, q)}, tensor<f32>, "
-            f"tensor<i32>) -> {_t(out_shape, 'f32')}",
         ]
+        last = f"%{name}1"
+        if name == CLIPPED:
+            lines.append(
+                f"  %{name}c = relay.clip {last} {{a_min = {low + 40}.0 : f64, a_max = {high - 50}.0 : f64}} : "
+                f"({_t(out_shape, q)}) -> {_t(out_shape, q)}"
+            )
+            last = f"%{name}c"
+        if name == RESIDUAL:
+            lines.append(
+                f"  %{name}r = relay.qnn.add {last}, %q{data}, %{name}os, %oz, %s, %z, %{name}os, %oz : "
+                f"({_t(out_shape, q)}, {_t(out_shape, q)}, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>, "
+                f"tensor<f32>, tensor<i32>) -> {_t(out_shape, q)}"
+            )
+            last = f"%{name}r"
+        if name == BYTES:
+            results.append(last)
+            continue
+        lines.append(
+            f"  %{name}2 = relay.qnn.dequantize {last}, %{name}os, %oz : ({_t(out_shape, q)}, tensor<f32>, "
+            f"tensor<i32>) -> {_t(out_shape, 'f32')}"
+        )
         results.append(f"%{name}2")
     lines += [f"  func.return {', '.join(results)} : {outs}", "}"]
     return "\n".join(lines)
@@ -117,12 +147,15 @@ def direct_case(request):
 
 
 def test_stride_one_convs_take_the_direct_kernel(direct_case):
-    """Every conv of the model is a call of libbyoc's direct products, and no
-    conv copies windows (im2col's `byoc_rt_int8_products`)."""
+    """Every conv of the model is a call of libbyoc's direct convolution,
+    requantized (and dequantized) by libbyoc but for the one with a residual
+    add, and no conv copies windows (im2col's `byoc_rt_int8_products`)."""
     _, _, model = direct_case
     source = model.c_source
-    assert source.count("byoc_rt_int8_conv_products(") >= len(CONVS)
     assert source.count("byoc_rt_int8_pack_image(") == len(CONVS)
+    assert source.count("byoc_rt_int8_conv_products(") == 1  # the residual's, one band
+    assert source.count("byoc_rt_int8_conv_requantize(") >= 1  # BYTES
+    assert source.count("byoc_rt_int8_conv_dequantize(") >= len(CONVS) - 2
     assert "byoc_rt_int8_products(" not in source
 
 
@@ -206,7 +239,7 @@ def test_direct_weights_are_packed_at_compile_time():
 
 
 def test_libbyoc_direct_builds_without_vnni_and_without_avx512(tmp_path):
-    """The portable loop and the SSE2 interleave are what other CPUs compile:
+    """The portable loops and the SSE2 interleave are what other CPUs compile:
     int8_direct.c builds warning-free for Haswell and x86-64-v2."""
     import shlex
 
@@ -215,9 +248,10 @@ def test_libbyoc_direct_builds_without_vnni_and_without_avx512(tmp_path):
 
     flags = [f for f in libbyoc._flags() if not f.startswith("-march")]
     for march in ("haswell", "x86-64-v2"):
-        cmd = [
-            *shlex.split(compiler()), *flags, f"-march={march}", f"-I{libbyoc.SOURCE_DIR}",
-            "-c", str(libbyoc.SOURCE_DIR / "int8_direct.c"), "-o", str(tmp_path / "direct.o"),
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        assert proc.returncode == 0, f"{march}: {proc.stderr}"
+        for source in ("int8_direct.c",):
+            cmd = [
+                *shlex.split(compiler()), *flags, f"-march={march}", f"-I{libbyoc.SOURCE_DIR}",
+                "-c", str(libbyoc.SOURCE_DIR / source), "-o", str(tmp_path / "out.o"),
+            ]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            assert proc.returncode == 0, f"{march}, {source}: {proc.stderr}"

@@ -250,6 +250,15 @@ void byoc_rt_int8_products(int64_t rows, int64_t units, int64_t depth, const voi
  * image[g][p + i * dilation_h * width + j * dilation_w][l] * w[u][4 g + l][i][j]
  * for p in [first, first + count) and u < units (exact int32 sums; with VNNI
  * 16 positions per vector of sums, the weight's 4 bytes broadcast).
+ * byoc_rt_int8_conv_requantize: the same sums requantized instead (the
+ * generated epilogue's arithmetic, ccompiler_int8.Epilogue and
+ * lower_qnn.saturate_round): with q = round_half_even(clamp((float)(sum +
+ * correction[u]) * multiplier[u], low - zero[u], high - zero[u])) + zero[u],
+ * out[(out_image * units + u) * out_plane + oy * out_width + ox] = q as a
+ * byte (int8 or uint8: low and high are within its range) for the outputs
+ * (oy, ox < out_width) among the positions, straight from the registers.
+ * byoc_rt_int8_conv_dequantize: the same q dequantized instead, as floats:
+ * (float)(q - float_zero[u]) * float_scale[u].
  * byoc_rt_int8_pack_image: groups [first_group, end_group) of the packed
  * image of image `image` of `data` (NCHW bytes, an image `channels` x
  * `height` x `image_width`), placed at row `top` and column `left` of the
@@ -262,6 +271,21 @@ void byoc_rt_int8_conv_products(int64_t units, int64_t groups, int64_t kh, int64
                                 int64_t dilation_h, int64_t dilation_w, int64_t rows,
                                 int64_t width, const void *image, int64_t first, int64_t count,
                                 const void *weight, int32_t *tile, int64_t tile_step);
+void byoc_rt_int8_conv_requantize(int64_t units, int64_t groups, int64_t kh, int64_t kw,
+                                  int64_t dilation_h, int64_t dilation_w, int64_t rows,
+                                  int64_t width, const void *image, int64_t first, int64_t count,
+                                  const void *weight, const int32_t *correction,
+                                  const float *multiplier, const int32_t *zero, int64_t low,
+                                  int64_t high, void *out, int64_t out_image, int64_t out_width,
+                                  int64_t out_plane);
+void byoc_rt_int8_conv_dequantize(int64_t units, int64_t groups, int64_t kh, int64_t kw,
+                                  int64_t dilation_h, int64_t dilation_w, int64_t rows,
+                                  int64_t width, const void *image, int64_t first, int64_t count,
+                                  const void *weight, const int32_t *correction,
+                                  const float *multiplier, const int32_t *zero, int64_t low,
+                                  int64_t high, float *out, int64_t out_image, int64_t out_width,
+                                  int64_t out_plane, const float *float_scale,
+                                  const int32_t *float_zero);
 void byoc_rt_int8_pack_image(int64_t channels, int64_t height, int64_t image_width,
                              const void *data, int64_t image, int64_t groups, int64_t rows, int64_t width,
                              int64_t top, int64_t left, int64_t pad, int64_t flip,

@@ -38,15 +38,75 @@
 #define DIRECT_NV 3     /* vectors per register block */
 #define DIRECT_SLACK 64 /* bytes after the grid a vector may read */
 
+/* The requantizing epilogue of byoc_rt_int8_conv_requantize. */
+typedef struct direct_requantize {
+  const int32_t *correction;
+  const float *multiplier;
+  const int32_t *zero;
+  float low, high; /* the output's bounds, before the zero point is added */
+  void *out;       /* the image's output, [units][out_plane] */
+  int64_t out_width, out_plane;
+  const float *float_scale; /* dequantized to floats if not NULL */
+  const int32_t *float_zero;
+} direct_requantize;
+
 typedef struct direct_job {
   int64_t units, steps, groups, taps;
   int64_t plane;                           /* bytes of one group's grid */
+  int64_t width;                           /* positions of a grid row */
   int64_t tap[BYOC_RT_INT8_DIRECT_MAX_TAPS]; /* bytes from a position to its taps */
   const uint8_t *image;
   const int8_t *weight;
-  int32_t *tile;
+  int32_t *tile; /* the sums go here, or through `requantize` if there is none */
   int64_t tile_step;
+  direct_requantize requantize;
 } direct_job;
+
+/* Output channel u's value of the sum `sum` (relay.qnn.requantize as
+ * lower_qnn.saturate_round computes it: the same float operations in the same
+ * order, rounded half to even by the 1.5 * 2^23 constant). */
+static inline int32_t requantize_one(const direct_requantize *r, int64_t u, int32_t sum) {
+  float v = (float)(sum + r->correction[u]) * r->multiplier[u];
+  float zero = (float)r->zero[u];
+  float low = r->low - zero, high = r->high - zero;
+  v = v > low ? v : low;
+  v = v < high ? v : high;
+  return (int32_t)((v + 12582912.0f) - 12582912.0f) + r->zero[u];
+}
+
+/* Output `index` of channel u: the requantized q, or it dequantized
+ * (lower_qnn.lower_dequantize: float(q - zero) * scale). */
+static inline void put_one(const direct_requantize *r, int64_t u, int64_t index, int32_t q) {
+  if (r->float_scale != NULL)
+    ((float *)r->out)[u * r->out_plane + index] = (float)(q - r->float_zero[u]) * r->float_scale[u];
+  else
+    ((uint8_t *)r->out)[u * r->out_plane + index] = (uint8_t)q;
+}
+
+/* Where the lanes of a vector of 16 positions from p go in the output: up
+ * to 16 stretches (rows of the grid it crosses), each the lanes of `mask`
+ * stored from `offset` (lane L at offset + L), the grid's columns past the
+ * output's width and the lanes past `valid` left out. */
+typedef struct lane_rows {
+  int count;
+  uint32_t mask[DIRECT_LANES];
+  int64_t offset[DIRECT_LANES];
+} lane_rows;
+
+static inline void find_lane_rows(const direct_job *j, int64_t p, int64_t valid, lane_rows *rows) {
+  const int64_t out_width = j->requantize.out_width;
+  int64_t y = p / j->width, x = p % j->width;
+  rows->count = 0;
+  for (int64_t lane = 0; lane < valid && lane < DIRECT_LANES; y++, x = 0) {
+    int64_t end = min64(lane + out_width - x, min64(valid, DIRECT_LANES));
+    if (end > lane) {
+      rows->mask[rows->count] = (uint32_t)((1u << end) - (1u << lane));
+      rows->offset[rows->count] = y * out_width + x - lane;
+      rows->count++;
+    }
+    lane += j->width - x;
+  }
+}
 
 /* The sums of block `ub` for `valid` positions from p, lanes [m][v], into the tile. */
 static inline void direct_put(const direct_job *j, int64_t ub, int64_t p, int64_t valid,
@@ -86,7 +146,22 @@ static void portable_block(const direct_job *j, int64_t ub, int64_t p, int64_t v
     }
   int32_t out[DIRECT_MO][DIRECT_NV][DIRECT_LANES];
   memcpy(out, sums, sizeof out);
-  direct_put(j, ub, p, valid, out);
+  if (j->tile != NULL) {
+    direct_put(j, ub, p, valid, out);
+    return;
+  }
+  const direct_requantize *r = &j->requantize;
+  for (int v = 0; v < nv; v++) {
+    lane_rows rows;
+    find_lane_rows(j, p + v * DIRECT_LANES, valid - v * DIRECT_LANES, &rows);
+    for (int m = 0; m < DIRECT_MO && ub * DIRECT_MO + m < j->units; m++) {
+      int64_t u = ub * DIRECT_MO + m;
+      for (int k = 0; k < rows.count; k++)
+        for (int lane = 0; lane < DIRECT_LANES; lane++)
+          if (rows.mask[k] >> lane & 1u)
+            put_one(r, u, rows.offset[k] + lane, requantize_one(r, u, out[m][v][lane]));
+    }
+  }
 }
 
 #if DIRECT_VNNI
@@ -107,10 +182,37 @@ static void portable_block(const direct_job *j, int64_t ub, int64_t p, int64_t v
 #define D_SAVE(m, v)                                                                    \
   if (v < nv && m < channels)                                                           \
     _mm512_mask_storeu_epi32(out + m * j->tile_step + v * DIRECT_LANES, mask##v, acc##m##v);
+#define D_REQUANTIZE(m, v)                                                              \
+  if (v < nv && m < channels)                                                           \
+    requantize_vector(&j->requantize, ub * DIRECT_MO + m, &rows##v, acc##m##v);
 
 /* The first `n` of 16 lanes (none if n <= 0). */
 static inline __mmask16 lane_mask(int64_t n) {
   return n >= DIRECT_LANES ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
+}
+
+/* requantize_one on 16 lanes, stored as bytes where `rows` says. */
+static inline void requantize_vector(const direct_requantize *r, int64_t u, const lane_rows *rows,
+                                     __m512i acc) {
+  const float zero = (float)r->zero[u];
+  __m512 v = _mm512_cvtepi32_ps(_mm512_add_epi32(acc, _mm512_set1_epi32(r->correction[u])));
+  v = _mm512_mul_ps(v, _mm512_set1_ps(r->multiplier[u]));
+  v = _mm512_max_ps(v, _mm512_set1_ps(r->low - zero));
+  v = _mm512_min_ps(v, _mm512_set1_ps(r->high - zero));
+  __m512i q = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  q = _mm512_add_epi32(q, _mm512_set1_epi32(r->zero[u]));
+  if (r->float_scale != NULL) {
+    __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(q, _mm512_set1_epi32(r->float_zero[u])));
+    f = _mm512_mul_ps(f, _mm512_set1_ps(r->float_scale[u]));
+    float *base = (float *)r->out + u * r->out_plane;
+    for (int k = 0; k < rows->count; k++)
+      _mm512_mask_storeu_ps(base + rows->offset[k], (__mmask16)rows->mask[k], f);
+    return;
+  }
+  __m128i bytes = _mm512_cvtepi32_epi8(q);
+  uint8_t *base = (uint8_t *)r->out + u * r->out_plane;
+  for (int k = 0; k < rows->count; k++)
+    _mm_mask_storeu_epi8(base + rows->offset[k], (__mmask16)rows->mask[k], bytes);
 }
 
 /* Positions [p, p + valid) (valid <= 16 * NV) of packed block ub. */
@@ -130,6 +232,16 @@ static inline __mmask16 lane_mask(int64_t n) {
       }                                                                                 \
     /* Straight from the registers (a copy through memory cost 13%). */                 \
     const int channels = (int)min64(DIRECT_MO, j->units - ub * DIRECT_MO);             \
+    if (j->tile == NULL) {                                                              \
+      lane_rows rows0, rows1, rows2;                                                    \
+      find_lane_rows(j, p, valid, &rows0);                                              \
+      if (nv > 1)                                                                       \
+        find_lane_rows(j, p + DIRECT_LANES, valid - DIRECT_LANES, &rows1);              \
+      if (nv > 2)                                                                       \
+        find_lane_rows(j, p + 2 * DIRECT_LANES, valid - 2 * DIRECT_LANES, &rows2);      \
+      EACH_MV(D_REQUANTIZE)                                                             \
+      return;                                                                           \
+    }                                                                                   \
     int32_t *out = j->tile + ub * DIRECT_MO * j->tile_step + p;                         \
     const __mmask16 mask0 = lane_mask(valid), mask1 = lane_mask(valid - DIRECT_LANES);  \
     const __mmask16 mask2 = lane_mask(valid - 2 * DIRECT_LANES);                        \
@@ -142,24 +254,72 @@ DIRECT_BLOCK(2)
 DIRECT_BLOCK(3)
 #endif
 
+/* The job's geometry (its sums' destination set by the caller). */
+static void direct_setup(direct_job *j, int64_t units, int64_t groups, int64_t kh, int64_t kw,
+                         int64_t dilation_h, int64_t dilation_w, int64_t rows, int64_t width,
+                         const void *image, const void *weight) {
+  memset(j, 0, sizeof *j);
+  j->units = units;
+  j->steps = groups * kh * kw;
+  j->groups = groups;
+  j->taps = kh * kw;
+  j->plane = rows * width * 4;
+  j->width = width;
+  j->image = image;
+  j->weight = weight;
+  if (j->taps > BYOC_RT_INT8_DIRECT_MAX_TAPS)
+    abort(); /* the caller checks kh * kw (ccompiler_int8.direct_conv) */
+  for (int64_t i = 0; i < kh; i++)
+    for (int64_t t = 0; t < kw; t++)
+      j->tap[i * kw + t] = (i * dilation_h * width + t * dilation_w) * 4;
+}
+
+static void direct_run(const direct_job *j, int64_t first, int64_t count);
+
 void byoc_rt_int8_conv_products(int64_t units, int64_t groups, int64_t kh, int64_t kw,
                                 int64_t dilation_h, int64_t dilation_w, int64_t rows,
                                 int64_t width, const void *image, int64_t first, int64_t count,
                                 const void *weight, int32_t *tile, int64_t tile_step) {
-  direct_job j = {.units = units,
-                  .steps = groups * kh * kw,
-                  .groups = groups,
-                  .taps = kh * kw,
-                  .plane = rows * width * 4,
-                  .image = image,
-                  .weight = weight,
-                  .tile = tile,
-                  .tile_step = tile_step};
-  if (j.taps > BYOC_RT_INT8_DIRECT_MAX_TAPS)
-    abort(); /* the caller checks kh * kw (ccompiler_int8.direct_conv) */
-  for (int64_t i = 0; i < kh; i++)
-    for (int64_t t = 0; t < kw; t++)
-      j.tap[i * kw + t] = (i * dilation_h * width + t * dilation_w) * 4;
+  direct_job j;
+  direct_setup(&j, units, groups, kh, kw, dilation_h, dilation_w, rows, width, image, weight);
+  j.tile = tile;
+  j.tile_step = tile_step;
+  direct_run(&j, first, count);
+}
+
+void byoc_rt_int8_conv_requantize(int64_t units, int64_t groups, int64_t kh, int64_t kw,
+                                  int64_t dilation_h, int64_t dilation_w, int64_t rows,
+                                  int64_t width, const void *image, int64_t first, int64_t count,
+                                  const void *weight, const int32_t *correction,
+                                  const float *multiplier, const int32_t *zero, int64_t low,
+                                  int64_t high, void *out, int64_t out_image, int64_t out_width,
+                                  int64_t out_plane) {
+  direct_job j;
+  direct_setup(&j, units, groups, kh, kw, dilation_h, dilation_w, rows, width, image, weight);
+  j.requantize = (direct_requantize){correction, multiplier, zero, (float)low, (float)high,
+                                     (uint8_t *)out + out_image * units * out_plane, out_width,
+                                     out_plane, NULL, NULL};
+  direct_run(&j, first, count);
+}
+
+void byoc_rt_int8_conv_dequantize(int64_t units, int64_t groups, int64_t kh, int64_t kw,
+                                  int64_t dilation_h, int64_t dilation_w, int64_t rows,
+                                  int64_t width, const void *image, int64_t first, int64_t count,
+                                  const void *weight, const int32_t *correction,
+                                  const float *multiplier, const int32_t *zero, int64_t low,
+                                  int64_t high, float *out, int64_t out_image, int64_t out_width,
+                                  int64_t out_plane, const float *float_scale,
+                                  const int32_t *float_zero) {
+  direct_job j;
+  direct_setup(&j, units, groups, kh, kw, dilation_h, dilation_w, rows, width, image, weight);
+  j.requantize = (direct_requantize){correction, multiplier, zero, (float)low, (float)high,
+                                     out + out_image * units * out_plane, out_width, out_plane,
+                                     float_scale, float_zero};
+  direct_run(&j, first, count);
+}
+
+static void direct_run(const direct_job *j, int64_t first, int64_t count) {
+  const int64_t units = j->units;
   const int64_t block = DIRECT_NV * DIRECT_LANES, end = first + count;
   int vnni = byoc_rt_int8_uses_vnni();
   (void)vnni;
@@ -171,15 +331,15 @@ void byoc_rt_int8_conv_products(int64_t units, int64_t groups, int64_t kh, int64
 #if DIRECT_VNNI
       if (vnni) {
         if (valid > 2 * DIRECT_LANES)
-          vnni_direct_3(&j, ub, p, valid);
+          vnni_direct_3(j, ub, p, valid);
         else if (valid > DIRECT_LANES)
-          vnni_direct_2(&j, ub, p, valid);
+          vnni_direct_2(j, ub, p, valid);
         else
-          vnni_direct_1(&j, ub, p, valid);
+          vnni_direct_1(j, ub, p, valid);
         continue;
       }
 #endif
-      portable_block(&j, ub, p, valid);
+      portable_block(j, ub, p, valid);
     }
 }
 
