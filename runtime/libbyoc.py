@@ -46,6 +46,7 @@ SOURCES = (
     "dense.c",
     "int8.c",
     "int8_direct.c",
+    "quantize.c",
     "conv2d_rows.c",
     "threads.c",
     "depthwise.c",

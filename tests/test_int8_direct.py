@@ -240,7 +240,7 @@ def test_direct_weights_are_packed_at_compile_time():
 
 def test_libbyoc_direct_builds_without_vnni_and_without_avx512(tmp_path):
     """The portable loops and the SSE2 interleave are what other CPUs compile:
-    int8_direct.c builds warning-free for Haswell and x86-64-v2."""
+    int8_direct.c and quantize.c build warning-free for Haswell and x86-64-v2."""
     import shlex
 
     from byoc.runtime import libbyoc
@@ -248,7 +248,7 @@ def test_libbyoc_direct_builds_without_vnni_and_without_avx512(tmp_path):
 
     flags = [f for f in libbyoc._flags() if not f.startswith("-march")]
     for march in ("haswell", "x86-64-v2"):
-        for source in ("int8_direct.c",):
+        for source in ("int8_direct.c", "quantize.c"):
             cmd = [
                 *shlex.split(compiler()), *flags, f"-march={march}", f"-I{libbyoc.SOURCE_DIR}",
                 "-c", str(libbyoc.SOURCE_DIR / source), "-o", str(tmp_path / "out.o"),

@@ -293,6 +293,14 @@ void byoc_rt_int8_pack_image(int64_t channels, int64_t height, int64_t image_wid
 void byoc_rt_int8_conv_weight_sums(int64_t units, int64_t steps, const void *weight,
                                    int32_t *sums);
 
+/* ---- quantize ----------------------------------------------------------------
+ * out[i] = clamp(round_half_even(x[i] / scale) + zero, low, high) as a byte
+ * for i in [first, min(first + chunk, n)): relay.qnn.quantize of float32 to
+ * int8 or uint8 with one scale and zero point, bit for bit as lower_qnn
+ * lowers it (the float division, its clamp before rounding, NaN to low). */
+void byoc_rt_quantize(int64_t n, int64_t first, int64_t chunk, const float *x, float scale,
+                      int32_t zero, int64_t low, int64_t high, void *out);
+
 /* Whether byoc_rt_int8_products runs on AVX-512 VNNI (1) or on its portable
  * loop (0: the CPU or the compiler has no VNNI, or $BYOC_RT_INT8_PORTABLE is
  * set to anything but 0 when the first product runs). */
