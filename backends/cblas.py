@@ -865,9 +865,11 @@ def _can_fuse(step: Step, op: Operation, uses: int, returned: bool, defined_befo
     ) and (along_last or not dense)
 
 
-def plan_steps(function: func.FuncOp) -> tuple[list[Step], dict[SSAValue, SSAValue]]:
+def plan_steps(
+    function: func.FuncOp,
+) -> tuple[list[Step], dict[SSAValue, SSAValue], dict[SSAValue, tuple[SSAValue, int, int]]]:
     """The steps of an outlined function, with bias_add and relu fused where
-    possible, and its returned reshapes (`_check_shuffles`)."""
+    possible, and its returned views (`_check_shuffles`)."""
     block = function.body.block
     ret = block.last_op
     if not isinstance(ret, func.ReturnOp):
@@ -936,8 +938,8 @@ def plan_steps(function: func.FuncOp) -> tuple[list[Step], dict[SSAValue, SSAVal
             )
         steps.append(step)
         open_steps[step.result] = step
-    aliases = _check_shuffles(function, shuffles, steps, returned)
-    return _fuse_attention(steps, returned), aliases
+    aliases, views = _check_shuffles(function, shuffles, steps, returned)
+    return _fuse_attention(steps, returned), aliases, views
 
 
 def _fuse_attention(steps: list[Step], returned: set[SSAValue]) -> list[Step]:
@@ -978,10 +980,12 @@ def _is_attention(scores: Step, step: Step, returned: set[SSAValue]) -> bool:
     return all(_shape(v)[0] == batch for v in (*first.operands, *second.operands))
 
 
-def _view_chain(value: SSAValue, step: Step) -> list[Operation]:
-    """The reshapes and transposes between `value` and `step`'s batch matmul."""
+def _view_chain(value: SSAValue, end: Step | SSAValue) -> list[Operation]:
+    """The reshapes and transposes between `value` and `end` (a value, or a
+    step's batch matmul)."""
+    stop = end.op.results[0] if isinstance(end, Step) else end
     chain = []
-    while value is not step.op.results[0] and isinstance(value.owner, VIEW_OPS):
+    while value is not stop and isinstance(value.owner, VIEW_OPS):
         chain.append(value.owner)
         value = value.owner.operands[0]
     return chain
@@ -1018,12 +1022,13 @@ def _pools_with(step: Step, op: Operation, uses: int, returned: bool) -> bool:
 
 def _check_shuffles(
     function: func.FuncOp, ops: list[Operation], steps: list[Step], returned: set[SSAValue]
-) -> dict[SSAValue, SSAValue]:
+) -> tuple[dict[SSAValue, SSAValue], dict[SSAValue, tuple[SSAValue, int, int]]]:
     """Every reshape and transpose of the function must be a channel shuffle
     read only by a depthwise conv2d (which reads its input in place), a batch
-    matmul's view, or a reshape only returned: nothing gets a buffer for
-    their results. Returns the returned reshapes' results, each mapped to
-    the value it reshapes."""
+    matmul's view, or a view only returned: nothing gets a buffer for their
+    results. Returns the returned reshapes' results, each mapped to the value
+    it reshapes, and the other returned views: `(x, batch stride, leading
+    dimension)` of their [B, R, C] matrices' rows in x (`operand_view`)."""
     read_in_place: set[Operation] = set()
     for step in steps:
         for operand, view in zip(step.op.operands, step.views):
@@ -1047,25 +1052,48 @@ def _check_shuffles(
         else:
             step.shuffle = None
     aliases: dict[SSAValue, SSAValue] = {}
-    for op in reversed(ops):  # a reshape's readers are decided before it
+    views: dict[SSAValue, tuple[SSAValue, int, int]] = {}
+    block = function.body.block
+    for op in reversed(ops):  # a view's readers are decided before it
         if op in read_in_place:
+            continue
+        result = op.results[0]
+        only_returned = all(isinstance(use.operation, func.ReturnOp) for use in result.uses)
+        if (
+            only_returned
+            and not _only_reshapes(result)
+            and (view := operand_view(result, lambda o: o.parent is block)) is not None
+        ):
+            # The values' heads split by a transpose, in a region apart from
+            # their batch matmul: their matrices are copied out row by row.
+            views[result] = view
+            read_in_place.update(_view_chain(result, view[0]))
             continue
         if isinstance(op, relay.ReshapeOp) and all(
             isinstance(use.operation, func.ReturnOp) or use.operation.results[0] in aliases
-            for use in op.results[0].uses
+            for use in result.uses
         ):
             # Merging may leave a reshape in a region apart from the batch
             # matmul it was taken for (an attention mask split the graph): a
             # reshape keeps the bytes in order, so the value it reshapes is
             # written to (or copied into) the returned buffer.
-            aliases[op.results[0]] = op.operands[0]
+            aliases[result] = op.operands[0]
             continue
         raise CodegenError(
             f"error: cblas computes '{op.name}' only in a channel shuffle a depthwise "
             f"conv2d reads, as a batch matmul's operand or result read or written "
-            f"in place, or as a reshape the function returns (@{function.sym_name.data})"
+            f"in place, or in a view the function returns (@{function.sym_name.data})"
         )
-    return aliases
+    return aliases, views
+
+
+def _only_reshapes(value: SSAValue) -> bool:
+    """Whether `value` is a chain of reshapes alone (or no view at all)."""
+    while isinstance(value.owner, VIEW_OPS):
+        if not isinstance(value.owner, relay.ReshapeOp):
+            return False
+        value = value.owner.operands[0]
+    return True
 
 
 def _add_epilogue(epilogue: Epilogue, op: Operation) -> Epilogue:
@@ -1444,7 +1472,7 @@ class FunctionEmitter:
     def __init__(self, function: func.FuncOp, parallel: bool = False):
         self.function = function
         self.parallel = parallel
-        self.steps, aliases = plan_steps(function)
+        self.steps, aliases, views = plan_steps(function)
         block = function.body.block
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp)
@@ -1468,10 +1496,16 @@ class FunctionEmitter:
         """Whether the C calls libbyoc (byoc_runtime.h)."""
         self.constants(block)
         self.copies: list[tuple[Ref, SSAValue]] = []
+        self.view_copies: dict[SSAValue, list[tuple[Ref, SSAValue]]] = {}
+        """Returned views copied out of the value they view, by that value."""
+        self.views = views
         for i, value in enumerate(self.returns):
             out = Ref(self.body.args[n_in + i])
             while value in aliases:  # a returned reshape: the bytes of what it reshapes
                 value = aliases[value]
+            if value in views:
+                self.view_copies.setdefault(views[value][0], []).append((out, value))
+                continue
             if value in self.refs:
                 self.copies.append((out, value))  # an input, or returned twice
             else:
@@ -1553,11 +1587,17 @@ class FunctionEmitter:
             self.base = base
             for value, buffer in self.scratch.items():
                 self.refs[value] = Ref(base, Affine(const=buffer.offset))
+        produced = {step.result for step in self.steps}
+        for source in self.view_copies:
+            if source not in produced:  # an input: copied first
+                self._copy_views(source)
         for t, step in enumerate(self.steps):
             b.comment(step.describe())
             col = self.columns.get(t)
             col_ref = Ref(base, Affine(const=col.offset)) if col is not None and base is not None else None
             self._step(step, col_ref)
+            if step.result in self.view_copies:  # while its buffer holds it
+                self._copy_views(step.result)
         for out, value in self.copies:
             size = math.prod(_shape(value)) * 4
             b.call(
@@ -1583,6 +1623,23 @@ class FunctionEmitter:
             Region(self.body),
             arg_attrs=ArrayAttr(arg_attrs),
         )
+
+    def _copy_views(self, source: SSAValue) -> None:
+        """Each returned view of `source`: its [B, R, C] matrices, a row at a time."""
+        b = self.b
+        for out, value in self.view_copies[source]:
+            _, batch_stride, ld = self.views[value]
+            batch, rows, cols = _shape(value)
+            b.comment(f"a returned view of {batch}x{rows}x{cols}, rows {ld} apart")
+            with b.loop(batch) as i, b.loop(rows) as r:
+                b.call(
+                    "memcpy",
+                    [
+                        b.pointer(out.at(Affine() + i * (rows * cols) + r * cols)),
+                        b.pointer(self.refs[source].at(Affine() + i * batch_stride + r * ld)),
+                    ],
+                    [_operand(0), _operand(1), IntegerAttr(cols * 4, i64)],
+                )
 
     # -- steps ----------------------------------------------------------------
 

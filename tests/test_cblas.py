@@ -656,21 +656,27 @@ def test_scores_read_elsewhere_are_not_fused():
     assert "byoc_rt_attention" not in source and "byoc_rt_softmax(" in source
 
 
-@pytest.mark.parametrize("split", [(1, 3, 5, 4), (15, 4)])
-def test_a_values_reshape_merged_apart_from_its_matmul_is_returned(split):
+@pytest.mark.parametrize("split", [(1, 3, 5, 4), (15, 4), (1, 5, 12)])
+def test_a_values_view_merged_apart_from_its_matmul_is_returned(split):
     """A mask added to the scores (ccompiler) splits attention in two cblas
-    regions; the values' reshape, taken for the second batch matmul, can land
-    in the first one, which then returns it: cblas writes the bytes it
-    reshapes (a reshape keeps their order) instead of failing the function
-    back to ccompiler (onnx's Attention tests with a mask did, 134 of them)."""
+    regions; the values' view, taken for the second batch matmul, can land in
+    the first one, which then returns it: cblas writes the bytes a reshape
+    keeps in order, or copies the rows of heads split by a transpose (as
+    BERT exports them, [1, seq, heads * size]), instead of failing the
+    function back to ccompiler (onnx's Attention tests with a mask and a
+    BERT layer with a mask did)."""
     heads, seq, size = 3, 5, 4
 
     def body(e: Emit, q, k, v, mask):
-        three = (heads, seq, size)
-        scores = e(relay.BatchMatmulOp(e(relay.ReshapeOp(q, three)), e(relay.ReshapeOp(k, three))))
+        def split_heads(x):
+            if len(split) == 3:  # [1, seq, heads * size]
+                x = e(relay.ReshapeOp(x, (1, seq, heads, size)))
+                x = e(relay.TransposeOp(x, (0, 2, 1, 3)))
+            return e(relay.ReshapeOp(x, (heads, seq, size)))
+
+        scores = e(relay.BatchMatmulOp(split_heads(q), split_heads(k)))
         probs = e(relay.SoftmaxOp(e(relay.AddOp(scores, mask))))
-        values = e(relay.ReshapeOp(v, three))
-        return e(relay.BatchMatmulOp(probs, values, transpose_b=False))
+        return e(relay.BatchMatmulOp(probs, split_heads(v), transpose_b=False))
 
     module = build([split, split, split, (seq, seq)], body)
     with warnings.catch_warnings():
@@ -681,13 +687,22 @@ def test_a_values_reshape_merged_apart_from_its_matmul_is_returned(split):
     assert model.c_source.count("sgemm(") == 2
 
 
-def test_returned_reshapes_of_inputs_and_of_products():
-    """A cblas function returning reshapes (annotated by hand, as merging can
-    leave them): of its input (copied into the output), of a product (written
-    straight into the output), of a reshape, and of a value another output
-    already holds (copied)."""
+def test_returned_views_of_inputs_and_of_products():
+    """A cblas function returning views (annotated by hand, as merging can
+    leave them): reshapes of its input (copied into the output), of a product
+    (written straight into the output), of a reshape, of a value another
+    output already holds (copied); heads split by reshape, transpose and
+    reshape, of an input and of a product (copied a row at a time)."""
 
-    def body(e: Emit, a, b):
+    def heads(e: Emit, x, n):
+        split = e(relay.ReshapeOp(x, (1, 3, n, 5)))
+        return e(relay.ReshapeOp(e(relay.TransposeOp(split, (0, 2, 1, 3))), (n, 3, 5)))
+
+    def body(emit: Emit, a, b, c):
+        def e(op: Operation) -> SSAValue:
+            op.attributes[TARGET_ATTR] = StringAttr("cblas")
+            return emit(op)
+
         product = e(relay.BatchMatmulOp(a, b, transpose_b=False))
         flat = e(relay.ReshapeOp(product, (6, 5)))
         results = (
@@ -695,18 +710,18 @@ def test_returned_reshapes_of_inputs_and_of_products():
             flat,
             e(relay.ReshapeOp(flat, (30,))),
             e(relay.ReshapeOp(a, (24,))),
+            heads(e, c, 4),
+            heads(e, e(relay.BatchMatmulOp(a, b, transpose_b=False)), 2),
         )
-        for value in (product, *results):
-            assert isinstance(value.owner, Operation)
-            value.owner.attributes[TARGET_ATTR] = StringAttr("cblas")
         return results
 
-    module = build([(2, 3, 4), (2, 4, 5)], body)
+    module = build([(2, 3, 4), (2, 4, 5), (1, 3, 20)], body)
     model = check(module, ["cblas"])
     assert not model.fallbacks and list(model.sources) == ["cblas.c"]
     source = model.c_source
-    assert source.count("memcpy(") == 3  # both reshapes of a, the product's second output
-    assert source.count("sgemm(") == 1
+    # both reshapes of a, the product's second output, and the heads' rows
+    assert source.count("memcpy(") == 5
+    assert source.count("sgemm(") == 2
 
 
 def test_reshaped_strides_are_numpys():
