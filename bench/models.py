@@ -65,6 +65,9 @@ MODELS = (*LIGHT, "bert", "mlp", "cnn")
 OTHER_LIGHT = tuple(m for m in real_models.LIGHT_MODELS if m not in LIGHT)
 """The onnx wheel's other light architectures (inception_v1, vgg19,
 bvlc_alexnet, zfnet512), by name with --models."""
+OTHER_MODELS = (*OTHER_LIGHT, "bert_mask")
+"""Models by name with --models only: those, and the BERT layer with an
+attention mask input."""
 TARGETS = ["cblas", "ccompiler"]
 ROUNDS = 5
 PAUSE = 0.1
@@ -86,13 +89,16 @@ def light_model(name: str):
 
 
 def bert_layer(seq: int = 128, hidden: int = 768, heads: int = 12, ffn: int = 3072,
-               decomposed_layer_norm: bool = False, seed: int = 0):
+               decomposed_layer_norm: bool = False, seed: int = 0, mask: bool = False):
     """One BERT-base encoder layer as torch.onnx exports BertLayer (opset 17):
     MatMul + Add projections, Reshape/Transpose to heads (keys in one
     (0, 2, 3, 1) permutation), a scaled MatMul, Softmax, the context back
     through Transpose/Reshape, residual Adds, LayerNormalization (or its
     decomposed ReduceMean/Sub/Pow/Sqrt/Div form, as before opset 17) and the
-    erf GELU `x * 0.5 * (1 + erf(x / sqrt(2)))`."""
+    erf GELU `x * 0.5 * (1 + erf(x / sqrt(2)))`. With `mask`, a second
+    input, the additive attention mask [1, 1, 1, seq] (0 or -10000: what
+    transformers' extended attention mask holds), is added to the scaled
+    scores, as transformers' BERT exports do; its last quarter masks keys."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)
@@ -141,6 +147,8 @@ def bert_layer(seq: int = 128, hidden: int = 768, heads: int = 12, ffn: int = 30
     v = node("Transpose", [v], "v", perm=[0, 2, 1, 3])
     scores = node("MatMul", [q, k], "scores")
     scores = node("Div", [scores, const("sqrt_size", np.float32(math.sqrt(size)))], "scores_scaled")
+    if mask:
+        scores = node("Add", [scores, "mask"], "scores_masked")
     probs = node("Softmax", [scores], "probs", axis=-1)
     context = node("MatMul", [probs, v], "context")
     context = node("Transpose", [context], "context_t", perm=[0, 2, 1, 3])
@@ -154,16 +162,23 @@ def bert_layer(seq: int = 128, hidden: int = 768, heads: int = 12, ffn: int = 30
     out = linear(gelu, "output", ffn, hidden)
     node("Add", [out, h], "output_residual")
     y = layer_norm("output_residual", "output.norm")
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, hidden])]
+    if mask:
+        inputs.append(helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 1, 1, seq]))
     graph = helper.make_graph(
         nodes,
         "bert_layer",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, hidden])],
+        inputs,
         [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, seq, hidden])],
         [numpy_helper.from_array(a, n) for n, a in inits.items()],
     )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     x = rng.standard_normal((1, seq, hidden)).astype(np.float32)
-    return proto, [x]
+    if not mask:
+        return proto, [x]
+    additive = np.zeros((1, 1, 1, seq), np.float32)
+    additive[..., seq - seq // 4:] = -10000.0
+    return proto, [x, additive]
 
 
 def run_py_model(name: str):
@@ -177,8 +192,8 @@ def run_py_model(name: str):
 def build(name: str, decomposed: bool):
     if name in LIGHT or name in OTHER_LIGHT:
         return light_model(name)
-    if name == "bert":
-        return bert_layer(decomposed_layer_norm=decomposed)
+    if name in ("bert", "bert_mask"):
+        return bert_layer(decomposed_layer_norm=decomposed, mask=name == "bert_mask")
     return run_py_model(name)
 
 
@@ -285,7 +300,7 @@ def pool_counts(call: Callable[[], object], calls: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)} (the default), "
-                        f"or {', '.join(OTHER_LIGHT)}")
+                        f"or {', '.join(OTHER_MODELS)}")
     parser.add_argument("--threads", default="1,2", help="thread counts (comma-separated)")
     parser.add_argument("--runs", type=int, default=50, help="calls per contender and configuration (fewer for slow models)")
     parser.add_argument("--rtol", type=float, default=1e-4, help="tolerance of the check, relative to the output's scale")
