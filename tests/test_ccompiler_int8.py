@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import byoc
+from portable_int8 import run_portably
 from byoc.backends.ccompiler_int8 import match_chain
 from byoc.dialects import relay
 from byoc.frontend.parse import parse_text
@@ -363,40 +364,11 @@ def test_the_products_run_on_vnni_where_the_cpu_has_it():
     assert libbyoc.int8_uses_vnni() == _cpu_has_vnni()
 
 
-PORTABLE_SCRIPT = """
-import sys
-import numpy as np
-import byoc
-from byoc.runtime import libbyoc
-
-text = open(sys.argv[1]).read()
-inputs = list(np.load(sys.argv[2]).values())
-outputs = byoc.compile(text, targets=["ccompiler"])(*inputs)
-np.savez(sys.argv[3], *outputs)
-print("vnni", libbyoc.int8_uses_vnni())
-"""
-
-
 def test_the_portable_products_match_the_reference(odd_case, tmp_path):
     """libbyoc's loop for CPUs without VNNI ($BYOC_RT_INT8_PORTABLE forces it,
     read once per process: run in a process of its own)."""
-    import os
-    import subprocess
-    import sys
-
     text, want, _ = odd_case
-    (tmp_path / "model.mlir").write_text(text)
-    np.savez(tmp_path / "inputs.npz", *odd_inputs())
-    (tmp_path / "run.py").write_text(PORTABLE_SCRIPT)
-    env = {**os.environ, "BYOC_RT_INT8_PORTABLE": "1"}
-    proc = subprocess.run(
-        [sys.executable, str(tmp_path / "run.py"), str(tmp_path / "model.mlir"),
-         str(tmp_path / "inputs.npz"), str(tmp_path / "out.npz")],
-        capture_output=True, text=True, env=env, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "vnni False" in proc.stdout
-    got = list(np.load(tmp_path / "out.npz").values())
+    got = run_portably(text, odd_inputs(), tmp_path)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
 
