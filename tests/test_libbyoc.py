@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -751,6 +752,108 @@ def test_models_called_from_many_threads_at_once_are_right(packed_model):
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+HELD_CALLER = r"""
+#define _GNU_SOURCE
+#include "byoc_runtime.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+static pthread_t caller;
+static atomic_int holding, joined, held;
+static _Atomic int64_t sleeps_at_join;
+
+static int64_t stat(int which) {
+  int64_t stats[BYOC_RT_STATS];
+  byoc_rt_pool_stats(stats, BYOC_RT_STATS);
+  return stats[which];
+}
+
+static double seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void task(void *context, int64_t index) {
+  (void)context, (void)index;
+  if (!pthread_equal(pthread_self(), caller) && !atomic_load(&joined)) {
+    atomic_store(&sleeps_at_join, stat(BYOC_RT_STAT_SLEEPS));
+    atomic_store(&joined, 1);
+  }
+}
+
+/* Between publishing a loop and waking the sleepers: hold the caller until
+ * its spinning worker has run the loop and fallen asleep (at most 0.2 s: a
+ * worker asleep at the publication cannot join). */
+void hold_after_publish(void) {
+  if (!atomic_load(&holding))
+    return;
+  double deadline = seconds() + 0.2;
+  while (seconds() < deadline)
+    if (atomic_load(&joined) && stat(BYOC_RT_STAT_SLEEPS) > atomic_load(&sleeps_at_join)) {
+      atomic_store(&held, 1);
+      return;
+    }
+}
+
+int main(void) {
+  caller = pthread_self();
+  byoc_rt_set_num_threads(2);
+  /* Until a loop publishes while the worker spins (a busy machine may run
+   * the worker late, making loops back off: at most a minute). */
+  double give_up = seconds() + 60;
+  while (!atomic_load(&held) && seconds() < give_up) {
+    usleep(1000);
+    byoc_rt_parallel_for(2, task, NULL); /* the worker spins after it */
+    atomic_store(&joined, 0);
+    atomic_store(&holding, 1);
+    byoc_rt_parallel_for(2, task, NULL);
+    atomic_store(&holding, 0);
+  }
+  if (!atomic_load(&held)) {
+    printf("never held\n");
+    return 2;
+  }
+  /* The next loops run on the pool again (a back-off lasts 64 ms at most). */
+  int64_t loops = stat(BYOC_RT_STAT_LOOPS);
+  double deadline = seconds() + 5;
+  while (stat(BYOC_RT_STAT_LOOPS) == loops && seconds() < deadline) {
+    usleep(1000);
+    byoc_rt_parallel_for(2, task, NULL);
+  }
+  printf("loops %ld alone %ld late %ld\n", (long)(stat(BYOC_RT_STAT_LOOPS) - loops),
+         (long)stat(BYOC_RT_STAT_ALONE), (long)stat(BYOC_RT_STAT_LATE));
+  return stat(BYOC_RT_STAT_LOOPS) > loops ? 0 : 1;
+}
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the pool's workers are Linux threads")
+def test_a_worker_woken_for_a_loop_it_already_ran_leaves_the_pool_usable(tmp_path):
+    """A caller preempted between publishing a loop and waking the sleepers
+    (held there by a test build of threads.c) wakes a worker that meanwhile
+    ran the loop and fell asleep: that worker sleeps on, and the wake-up must
+    still count as answered. Counted as unanswered, every later loop of the
+    process backed off for a late worker no loop woke again, and ran on its
+    caller alone (test_the_thread_setting_reaches_the_pool_after_it_ran
+    failed so after a minute of loops alone on a busy machine)."""
+    from byoc.runtime.toolchain import compiler
+
+    (tmp_path / "held.c").write_text(HELD_CALLER)
+    program = tmp_path / "held"
+    subprocess.run(
+        [*shlex.split(compiler()), "-std=c11", "-O1", "-pthread", "-Wall", "-Wextra", "-Werror",
+         "-DBYOC_RT_TEST_AFTER_PUBLISH=hold_after_publish", f"-I{libbyoc.include_dir()}",
+         str(tmp_path / "held.c"), str(libbyoc.include_dir() / "threads.c"), "-o", str(program)],
+        check=True, capture_output=True, text=True,
+    )
+    proc = subprocess.run([str(program)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 FORK_CHILD = """

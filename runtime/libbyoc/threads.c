@@ -115,6 +115,13 @@
  * $BYOC_POOL_BATCH_US replaces it (see batch_nanoseconds). */
 #define BATCH_NANOSECONDS 2000L
 
+/* A test's build of this file names a function its loops' callers run between
+ * publishing a loop and waking the sleeping workers, to hold a caller there
+ * as a busy machine may (tests/test_libbyoc.py); libbyoc's build names none. */
+#ifdef BYOC_RT_TEST_AFTER_PUBLISH
+void BYOC_RT_TEST_AFTER_PUBLISH(void);
+#endif
+
 typedef struct pool {
   pthread_mutex_t lock;
   pthread_cond_t wake;
@@ -373,8 +380,18 @@ static void *worker(void *arg) {
       atomic_fetch_add(&p->sleepers, 1);
       atomic_store_explicit(&p->slept_at, now, memory_order_relaxed);
       count(p, BYOC_RT_STAT_SLEEPS, 1);
-      while (generation(atomic_load(&p->state)) == seen)
+      while (generation(atomic_load(&p->state)) == seen) {
         pthread_cond_wait(&p->wake, &p->lock);
+        /* Woken for a loop it had already seen, it sleeps on, but it has
+         * answered the wake-up. That happens when the worker joins a loop
+         * between its caller publishing it and waking the sleepers (the
+         * caller preempted there: a busy machine) and falls asleep before
+         * the wake. Left set, `woken_at` made every later loop of the process
+         * back off for a worker that no loop woke again: they all ran on
+         * their caller alone (a test's loop retried alone for its minute). */
+        if (generation(atomic_load(&p->state)) == seen)
+          atomic_store_explicit(&p->woken_at, 0, memory_order_relaxed);
+      }
       atomic_fetch_sub(&p->sleepers, 1);
       int64_t woken = atomic_exchange_explicit(&p->woken_at, 0, memory_order_relaxed);
       pthread_mutex_unlock(&p->lock);
@@ -554,6 +571,9 @@ void byoc_rt_parallel_for(int64_t n, byoc_rt_task task, void *context) {
   uint64_t state = atomic_load(&p->state);
   uint32_t gen = generation(state) + 1;
   atomic_store(&p->state, (uint64_t)gen << 32);
+#ifdef BYOC_RT_TEST_AFTER_PUBLISH
+  BYOC_RT_TEST_AFTER_PUBLISH();
+#endif
   if (atomic_load(&p->sleepers) > 0) {
     count(p, BYOC_RT_STAT_WAKES, 1);
     if (start - atomic_load_explicit(&p->slept_at, memory_order_relaxed) > STEER_AFTER_NANOSECONDS)
