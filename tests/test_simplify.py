@@ -219,10 +219,12 @@ def test_gemm_and_matmul_scale_and_shift():
 
 
 def attention_model(
-    seq: int, heads: int, size: int, scale_op: str = "Div", query_bias: bool = True
+    seq: int, heads: int, size: int, scale_op: str = "Div", query_bias: bool = True,
+    mask: tuple[int, ...] | None = None, batch: int = 1,
 ) -> onnx.ModelProto:
-    """Self-attention as PyTorch exports it (one batch, odd sizes); the scores
-    divided by sqrt(size) (or multiplied by its inverse)."""
+    """Self-attention as PyTorch exports it (odd sizes); the scores divided by
+    sqrt(size) (or multiplied by its inverse), then (`mask`: that input's
+    shape) an additive attention mask added, as transformers' exports do."""
     hidden = heads * size
     scale = np.sqrt(size) if scale_op == "Div" else 1 / np.sqrt(size)
     inits = {
@@ -230,8 +232,8 @@ def attention_model(
         "wk": weight(hidden, hidden),
         "wv": weight(hidden, hidden),
         "bq": normal(hidden),
-        "shape": np.array([1, seq, heads, size], np.int64),
-        "back": np.array([1, seq, hidden], np.int64),
+        "shape": np.array([batch, seq, heads, size], np.int64),
+        "back": np.array([batch, seq, hidden], np.int64),
         "scale": np.array(scale, np.float32),
     }
     if not query_bias:
@@ -249,12 +251,14 @@ def attention_model(
         helper.make_node("Transpose", ["v_r"], ["v"], perm=[0, 2, 1, 3]),
         helper.make_node("MatMul", ["q", "kt"], ["scores"]),
         helper.make_node(scale_op, ["scores", "scale"], ["scaled"]),
-        helper.make_node("Softmax", ["scaled"], ["p"], axis=-1),
+        *([helper.make_node("Add", ["scaled", "mask"], ["masked"])] if mask else []),
+        helper.make_node("Softmax", ["masked" if mask else "scaled"], ["p"], axis=-1),
         helper.make_node("MatMul", ["p", "v"], ["ctx"]),
         helper.make_node("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]),
         helper.make_node("Reshape", ["ctx_t", "back"], ["y"]),
     ]
-    return model(nodes, [("x", [1, seq, hidden])], ["y"], inits)
+    inputs = [("x", [batch, seq, hidden])] + ([("mask", list(mask))] if mask else [])
+    return model(nodes, inputs, ["y"], inits)
 
 
 def test_attention_reads_keys_transposed():
@@ -287,6 +291,36 @@ def test_attention_scale_folds_into_the_query_weights(seq, heads, size, scale_op
     ops = ops_of(simplified)
     assert ops["relay.divide"] == ops["relay.multiply"] == 0
     assert ops["relay.nn.bias_add"] == (1 if query_bias else 0)
+    check_compiled(proto, feeds, want, ["cblas", "ccompiler"])
+
+
+def additive_mask(shape: tuple[int, ...], fill: float) -> np.ndarray:
+    """0 or `fill` (-10000 or -inf, what exporters write), its last keys masked."""
+    mask = np.where(RNG.uniform(size=shape) < 0.3, fill, 0.0).astype(np.float32)
+    mask[..., -1] = fill
+    return mask
+
+
+@pytest.mark.parametrize(
+    "batch, mask_shape, moved",
+    [(1, (1, 1, 1, 7), True), (2, (1, 1, 1, 7), True), (1, (1, 1, 7, 7), True),
+     (2, (2, 1, 1, 7), False), (2, (7,), True)],
+    ids=["row", "row_batches", "square", "row_per_batch", "vector"],
+)
+def test_attention_mask_moves_onto_the_scores(batch, mask_shape, moved):
+    proto = attention_model(7, 3, 5, mask=mask_shape, batch=batch)
+    feeds = [normal(batch, 7, 15), additive_mask(mask_shape, -10000.0)]
+    want, simplified = check_simplified(proto, feeds)
+    # A mask the same for every batch and head is added to the batch
+    # matmul's 3-d scores, the softmax reads that add: no reshape between
+    # the scores and their softmax. A mask row per batch varies along the
+    # axis the scores' reshape splits: the add stays on the 4-d scores.
+    add = next(op for op in simplified.walk() if op.name == "relay.add")
+    softmax = next(op for op in simplified.walk() if op.name == "relay.nn.softmax")
+    assert softmax.operands[0] is add.results[0]
+    scores = add.operands[0].owner
+    assert (scores.name == "relay.nn.batch_matmul") == moved
+    assert len(add.results[0].type.get_shape()) == (3 if moved else 4)
     check_compiled(proto, feeds, want, ["cblas", "ccompiler"])
 
 

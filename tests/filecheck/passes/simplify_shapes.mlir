@@ -110,3 +110,76 @@ func.func @softmax_kept(%x: tensor<6x10xf32>) -> (tensor<2x3x10xf32>, tensor<6x2
 // CHECK-NEXT:    %[[C:.*]] = relay.reshape %x {newshape = array<i64: 6, 2, 5>}
 // CHECK-NEXT:    %[[D:.*]] = relay.nn.softmax %[[C]] :
 // CHECK-NEXT:    func.return %[[B]], %[[D]]
+
+// -----
+
+// An additive attention mask [1, 1, 1, S] between the 4-d scores and their
+// softmax: the add moves before the reshape (the mask reshaped to the trailing
+// axes the reshape keeps), and the reshapes around the softmax cancel.
+func.func @mask_before_softmax(%x: tensor<6x5x7xf32>, %m: tensor<1x1x1x7xf32>) -> tensor<6x5x7xf32> {
+  %0 = relay.reshape %x {newshape = array<i64: 2, 3, 5, 7>} : (tensor<6x5x7xf32>) -> tensor<2x3x5x7xf32>
+  %1 = relay.add %0, %m : (tensor<2x3x5x7xf32>, tensor<1x1x1x7xf32>) -> tensor<2x3x5x7xf32>
+  %2 = relay.nn.softmax %1 {axis = 3 : i64} : (tensor<2x3x5x7xf32>) -> tensor<2x3x5x7xf32>
+  %3 = relay.reshape %2 {newshape = array<i64: 6, 5, 7>} : (tensor<2x3x5x7xf32>) -> tensor<6x5x7xf32>
+  func.return %3 : tensor<6x5x7xf32>
+}
+
+// CHECK-LABEL: func.func @mask_before_softmax(%x: tensor<6x5x7xf32>, %m: tensor<1x1x1x7xf32>) -> tensor<6x5x7xf32> {
+// CHECK-NEXT:    %[[M:.*]] = relay.reshape %m {newshape = array<i64: 1, 7>} : (tensor<1x1x1x7xf32>) -> tensor<1x7xf32>
+// CHECK-NEXT:    %[[A:.*]] = relay.add %x, %[[M]] : (tensor<6x5x7xf32>, tensor<1x7xf32>) -> tensor<6x5x7xf32>
+// CHECK-NEXT:    %[[S:.*]] = relay.nn.softmax %[[A]] : (tensor<6x5x7xf32>) -> tensor<6x5x7xf32>
+// CHECK-NEXT:    func.return %[[S]]
+
+// -----
+
+// Either side, any elementwise binary op; a mask [S, S] (rows too) and a rank
+// no larger than the kept axes need no reshape; the reshape's other users
+// keep it.
+func.func @mask_first(%x: tensor<6x5x7xf32>, %m: tensor<5x7xf32>, %c: tensor<7xf32>) -> (tensor<2x3x5x7xf32>, tensor<2x3x5x7xf32>, tensor<2x3x5x7xf32>) {
+  %0 = relay.reshape %x {newshape = array<i64: 2, 3, 5, 7>} : (tensor<6x5x7xf32>) -> tensor<2x3x5x7xf32>
+  %1 = relay.subtract %m, %0 : (tensor<5x7xf32>, tensor<2x3x5x7xf32>) -> tensor<2x3x5x7xf32>
+  %2 = relay.multiply %0, %c : (tensor<2x3x5x7xf32>, tensor<7xf32>) -> tensor<2x3x5x7xf32>
+  func.return %1, %2, %0 : tensor<2x3x5x7xf32>, tensor<2x3x5x7xf32>, tensor<2x3x5x7xf32>
+}
+
+// CHECK-LABEL: func.func @mask_first
+// CHECK-NEXT:    %[[R:.*]] = relay.reshape %x {newshape = array<i64: 2, 3, 5, 7>}
+// CHECK-NEXT:    %[[S:.*]] = relay.subtract %m, %x : (tensor<5x7xf32>, tensor<6x5x7xf32>) -> tensor<6x5x7xf32>
+// CHECK-NEXT:    %[[SR:.*]] = relay.reshape %[[S]] {newshape = array<i64: 2, 3, 5, 7>}
+// CHECK-NEXT:    %[[P:.*]] = relay.multiply %x, %c : (tensor<6x5x7xf32>, tensor<7xf32>) -> tensor<6x5x7xf32>
+// CHECK-NEXT:    %[[PR:.*]] = relay.reshape %[[P]] {newshape = array<i64: 2, 3, 5, 7>}
+// CHECK-NEXT:    func.return %[[SR]], %[[PR]], %[[R]]
+
+// -----
+
+// A mask varying along an axis the reshape changes (a mask row per batch of
+// 2 when the scores' 6 products are 2 batches of 3 heads), or one widening
+// the result: kept.
+func.func @mask_kept(%x: tensor<6x5x7xf32>, %m: tensor<2x1x1x7xf32>, %w: tensor<4x1x1x1x7xf32>) -> (tensor<2x3x5x7xf32>, tensor<4x2x3x5x7xf32>) {
+  %0 = relay.reshape %x {newshape = array<i64: 2, 3, 5, 7>} : (tensor<6x5x7xf32>) -> tensor<2x3x5x7xf32>
+  %1 = relay.add %0, %m : (tensor<2x3x5x7xf32>, tensor<2x1x1x7xf32>) -> tensor<2x3x5x7xf32>
+  %2 = relay.add %0, %w : (tensor<2x3x5x7xf32>, tensor<4x1x1x1x7xf32>) -> tensor<4x2x3x5x7xf32>
+  func.return %1, %2 : tensor<2x3x5x7xf32>, tensor<4x2x3x5x7xf32>
+}
+
+// CHECK-LABEL: func.func @mask_kept
+// CHECK-NEXT:    %[[R:.*]] = relay.reshape %x {newshape = array<i64: 2, 3, 5, 7>}
+// CHECK-NEXT:    relay.add %[[R]], %m :
+// CHECK-NEXT:    relay.add %[[R]], %w :
+
+// -----
+
+// A constant mask (a causal one, [1, 1, S, S]) becomes a constant of the
+// trailing axes' shape rather than a reshape of one.
+func.func @constant_mask(%x: tensor<6x2x2xf32>) -> tensor<2x3x2x2xf32> {
+  %m = relay.constant dense<[[[[0.0, -1.0e+04], [0.0, 0.0]]]]> : tensor<1x1x2x2xf32>
+  %0 = relay.reshape %x {newshape = array<i64: 2, 3, 2, 2>} : (tensor<6x2x2xf32>) -> tensor<2x3x2x2xf32>
+  %1 = relay.add %0, %m : (tensor<2x3x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<2x3x2x2xf32>
+  func.return %1 : tensor<2x3x2x2xf32>
+}
+
+// CHECK-LABEL: func.func @constant_mask(%x: tensor<6x2x2xf32>) -> tensor<2x3x2x2xf32> {
+// CHECK-NEXT:    %[[M:.*]] = relay.constant dense<{{\[\[}}0.000000e+00, -1.000000e+04], [0.000000e+00, 0.000000e+00]]> : tensor<2x2xf32>
+// CHECK-NEXT:    %[[A:.*]] = relay.add %x, %[[M]] : (tensor<6x2x2xf32>, tensor<2x2xf32>) -> tensor<6x2x2xf32>
+// CHECK-NEXT:    %[[R:.*]] = relay.reshape %[[A]] {newshape = array<i64: 2, 3, 2, 2>}
+// CHECK-NEXT:    func.return %[[R]]
