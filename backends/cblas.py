@@ -6,7 +6,8 @@ straight on the input for 1x1 stride-1 convolutions), and the composites
 that end a dense or conv2d with a bias and/or relu. A batch matmul reads its
 operands and writes its result through reshapes and transposes in place when
 their strides allow (attention's heads: `view_check`), and normalises its
-rows after each product in a `batch_matmul_softmax` composite; libbyoc
+rows after each product in a `batch_matmul_softmax` composite (an additive
+attention mask added first in `batch_matmul_add_softmax`); libbyoc
 computes such a composite and the batch matmul by the values after it in one
 pass (`byoc_rt_attention`), and layer_norm along the last axis. A conv2d or dense with a
 constant weight is computed by libbyoc's kernels instead (`alter_op` packs
@@ -488,7 +489,30 @@ def view_check(op: Operation) -> str | None:
     if isinstance(owner, relay.BatchMatmulOp) and not batch_matmul_check(owner):
         if result_view(start) is not None:
             return None
+    if _reshapes_a_mask(op):
+        return None
     return "cblas takes reshapes and transposes only as a batch matmul's operand or result read or written in place"
+
+
+def _reshapes_a_mask(op: Operation) -> bool:
+    """Whether `op` is in a chain of reshapes (each its operand's only user)
+    ending in the mask of a `batch_matmul_add_softmax` (byoc-simplify reshapes
+    a [1, 1, 1, S] mask to the scores' rank): the mask is read in place."""
+    end = op.results[0]
+    while isinstance(op, relay.ReshapeOp) and (user := _single_use(end)) is not None:
+        if not isinstance(user, relay.ReshapeOp | relay.AddOp):
+            return False
+        if isinstance(user, relay.AddOp):
+            scores = user.operands[1] if user.operands[0] is end else user.operands[0]
+            softmax = _single_use(user.results[0])
+            return (
+                isinstance(scores.owner, relay.BatchMatmulOp)
+                and _single_use(scores) is user
+                and isinstance(softmax, relay.SoftmaxOp)
+                and batch_matmul_mask_softmax_check([scores.owner, user, softmax]) is None
+            )
+        op, end = user, user.results[0]
+    return False
 
 
 def conv2d_check(op: Operation) -> str | None:
@@ -669,6 +693,40 @@ def batch_matmul_softmax_check(ops: Sequence[Operation]) -> str | None:
     return None
 
 
+def mask_strides(mask: SSAValue, scores: Sequence[int]) -> tuple[int, int] | None:
+    """`(batch stride, row stride)` of an additive attention mask added to
+    batch matmul scores of shape [B, R, S] (numpy broadcasting), its rows
+    contiguous: 0 along the axes it is broadcast along; None when it is not
+    a mask byoc_rt_softmax and byoc_rt_attention read (it widens the scores,
+    or is broadcast along the keys)."""
+    shape = _shape(mask)
+    if len(shape) > 3:
+        return None
+    batch, rows, keys = (1,) * (3 - len(shape)) + shape
+    if keys != scores[2] or rows not in (1, scores[1]) or batch not in (1, scores[0]):
+        return None
+    return (rows * keys if batch > 1 else 0), (keys if rows > 1 else 0)
+
+
+def batch_matmul_mask_softmax_check(ops: Sequence[Operation]) -> str | None:
+    """Attention's scores, an additive mask and their softmax: the mask (the
+    add's second operand) broadcast over the products and rows of the scores
+    at most, and the softmax along the rows, run on each product's rows
+    after it with the mask's rows added first."""
+    if reason := batch_matmul_softmax_check([ops[0], ops[2]]):
+        return reason
+    if reason := _float32(ops[1]):
+        return reason
+    scores = ops[0].results[0]
+    mask = ops[1].operands[1] if ops[1].operands[0] is scores else ops[1].operands[0]
+    if mask_strides(mask, _shape(scores)) is None:
+        return (
+            f"the mask {'x'.join(map(str, _shape(mask)))} is not broadcast along the "
+            f"scores' products and rows only"
+        )
+    return None
+
+
 def _composites() -> tuple[Composite, ...]:
     bias, relu, add, clip, gelu = (
         relay.BiasAddOp.name, relay.ReluOp.name, relay.AddOp.name, relay.ClipOp.name,
@@ -718,6 +776,14 @@ def _composites() -> tuple[Composite, ...]:
             batch_matmul_softmax_check,
         )
     )
+    patterns.append(
+        Composite(
+            "batch_matmul_add_softmax",
+            (relay.BatchMatmulOp.name, add, relay.SoftmaxOp.name),
+            batch_matmul_mask_softmax_check,
+            (add,),
+        )
+    )
     return tuple(patterns)
 
 
@@ -731,7 +797,8 @@ dense followed by a bias and gelu or a residual add (`dense_bias_gelu`,
 `dense_bias_add`, ...), computed in the pass that writes the output, and a
 batch matmul followed by a softmax along its rows (`batch_matmul_softmax`:
 attention's scores, each product's rows normalised by the thread that
-computed them, in its cache)."""
+computed them, in its cache), with an additive attention mask added to the
+scores first (`batch_matmul_add_softmax`: transformers' exports)."""
 
 
 # ---------------------------------------------------------------------------
@@ -757,10 +824,19 @@ class Epilogue:
     clip: tuple[float, float] | None = None
     gelu: bool = False
     softmax: bool = False
-    """Along the rows of a batch_matmul's output (nothing else before it)."""
+    """Along the rows of a batch_matmul's output (only a mask before it)."""
+    mask: SSAValue | None = None
+    """An additive attention mask added to a batch_matmul's scores before their
+    softmax, read in place (through the reshapes `mask_chain`)."""
+    mask_strides: tuple[int, int] = (0, 0)
+    """The mask's batch and row strides over the scores (`mask_strides`)."""
+    mask_chain: list[Operation] = field(default_factory=list[Operation])
 
     def __bool__(self) -> bool:
-        return self.bias is not None or self.residual is not None or self.activated
+        return (
+            self.bias is not None or self.residual is not None or self.mask is not None
+            or self.activated
+        )
 
     @property
     def activated(self) -> bool:
@@ -808,8 +884,10 @@ class Step:
                 operands[i] = view[0]
         if self.scores is not None:
             operands = [*operands[1:], *self.scores.reads()]
+        ep = self.epilogue
+        masked = {ep.mask_chain[0].results[0]: ep.mask} if ep.mask_chain else {}
         return [
-            v
+            masked.get(v, v)
             for v in (*operands, *(v for o in self.fused for v in o.operands))
             if v not in chain
         ]
@@ -839,7 +917,10 @@ def _can_fuse(step: Step, op: Operation, uses: int, returned: bool, defined_befo
     if isinstance(op, relay.SoftmaxOp):
         rank = len(_shape(op.results[0]))
         along_rows = relay.normalize_axis(op.attrs()["axis"], rank, op.name) == rank - 1
-        return isinstance(step.op, relay.BatchMatmulOp) and not ep and along_rows
+        only_mask = ep.mask is not None and not ep.activated
+        return isinstance(step.op, relay.BatchMatmulOp) and (not ep or only_mask) and along_rows
+    if isinstance(step.op, relay.BatchMatmulOp):  # an attention mask (checked on adding it)
+        return op.name == relay.AddOp.name and not ep and op.operands[0] is step.result
     if op.name == relay.ReluOp.name:
         return not ep.activated
     dense = isinstance(step.op, relay.DensePackedOp)
@@ -897,8 +978,7 @@ def plan_steps(
             step = open_steps.pop(source, None)
             if step is not None and _can_fuse(
                 step, op, len(list(source.uses)), source in returned, defined_before
-            ):
-                _add_epilogue(step.epilogue, op)
+            ) and _add_epilogue(step.epilogue, op, step.op, defined_before):
                 step.fused.append(op)
                 step.result = op.results[0]
                 open_steps[step.result] = step
@@ -909,7 +989,8 @@ def plan_steps(
                     f"conv2d_packed or dense_packed, or softmax right after a "
                     f"batch_matmul (@{function.sym_name.data})"
                 )
-            step = Step(op, op.results[0], _add_epilogue(Epilogue(), op), source=source)
+            step = Step(op, op.results[0], Epilogue(), source=source)
+            _add_epilogue(step.epilogue, op)
         elif op.operands and (conv := open_steps.get(op.operands[0])) is not None and _pools_with(
             conv, op, len(list(op.operands[0].uses)), op.operands[0] in returned
         ):
@@ -938,6 +1019,12 @@ def plan_steps(
             )
         steps.append(step)
         open_steps[step.result] = step
+    for step in steps:
+        if step.epilogue.mask is not None and not step.epilogue.softmax:
+            raise CodegenError(
+                f"error: cblas adds an attention mask to a batch_matmul's scores only "
+                f"before their softmax (@{function.sym_name.data})"
+            )
     aliases, views = _check_shuffles(function, shuffles, steps, returned)
     return _fuse_attention(steps, returned), aliases, views
 
@@ -1036,6 +1123,7 @@ def _check_shuffles(
                 read_in_place.update(_view_chain(operand, step))
         if step.out_view is not None:
             read_in_place.update(_view_chain(step.result, step))
+        read_in_place.update(step.epilogue.mask_chain)
         if step.shuffle is None:
             continue
         last = step.op.operands[0].owner
@@ -1096,7 +1184,21 @@ def _only_reshapes(value: SSAValue) -> bool:
     return True
 
 
-def _add_epilogue(epilogue: Epilogue, op: Operation) -> Epilogue:
+def _add_epilogue(
+    epilogue: Epilogue, op: Operation, product: Operation | None = None, defined_before=None
+) -> bool:
+    """Records `op` in `epilogue`; whether it could (an attention mask after a
+    batch matmul: one it reads in place, defined before the product)."""
+    if isinstance(product, relay.BatchMatmulOp) and isinstance(op, relay.AddOp):
+        mask, chain = op.operands[1], []
+        while isinstance(mask.owner, relay.ReshapeOp) and len(list(mask.uses)) == 1:
+            chain.append(mask.owner)  # a reshape keeps the bytes in order: read in place
+            mask = mask.owner.operands[0]
+        strides = mask_strides(op.operands[1], _shape(product.results[0]))
+        if strides is None or (defined_before is not None and not defined_before(mask, product)):
+            return False
+        epilogue.mask, epilogue.mask_strides, epilogue.mask_chain = mask, strides, chain
+        return True
     if op.name == relay.ReluOp.name:
         epilogue.relu = True
     elif isinstance(op, relay.SoftmaxOp):
@@ -1114,7 +1216,7 @@ def _add_epilogue(epilogue: Epilogue, op: Operation) -> Epilogue:
         assert isinstance(axis, int)
         epilogue.bias = op.operands[1]
         epilogue.axis = relay.normalize_axis(axis, len(_shape(op.results[0])), op.name)
-    return epilogue
+    return True
 
 
 def _aligned(floats: int) -> int:
@@ -1455,6 +1557,23 @@ class BlockEpilogue:
     relu: bool
 
 
+@dataclass(frozen=True)
+class Mask:
+    """An attention mask over batch matmul scores: where it is, and its
+    strides over the scores' products and rows (0 where broadcast)."""
+
+    ref: Ref
+    batch_stride: int
+    row_stride: int
+
+
+def _mask_at(mask: Mask | None, batch: Index, row: Index) -> Mask | None:
+    """`mask` from product `batch`'s row `row` on."""
+    if mask is None:
+        return None
+    return replace(mask, ref=mask.ref.at(batch * mask.batch_stride + row * mask.row_stride))
+
+
 def _size(index: Index) -> int | None:
     """`index` if it is known at codegen time."""
     if isinstance(index, int):
@@ -1660,7 +1779,8 @@ class FunctionEmitter:
             self._attention(step, out)
             return
         elif isinstance(op, relay.BatchMatmulOp) and (step.epilogue.softmax or step.out_view):
-            self._batch_matmul(op, out, None, step, softmax=step.epilogue.softmax)
+            softmax, mask = step.epilogue.softmax, self._mask(step)
+            self._batch_matmul(op, out, None, step, softmax=softmax, mask=mask)
             return  # each product's rows normalised after it; no epilogue after a view
         elif isinstance(op, relay.BatchMatmulOp):
             done = self._batch_matmul(op, out, block, step)
@@ -1781,6 +1901,7 @@ class FunctionEmitter:
         strides: tuple[int, int, int] = (0, 0, 0),
         epilogue: BlockEpilogue | None = None,
         softmax: bool = False,
+        mask: Mask | None = None,
     ) -> bool:
         """`C = op(A) op(B)`, `batch` times with the given element strides.
 
@@ -1788,7 +1909,8 @@ class FunctionEmitter:
         product is split into chunks of its longer side, each followed by
         `epilogue` on its block. Returns whether `epilogue` was applied.
         `softmax`: each product's rows (or chunk's, split by rows) normalised
-        right after it, by the thread that computed them (no `epilogue` then).
+        right after it, by the thread that computed them (no `epilogue` then),
+        `mask` added to them first.
         """
         m, n = _size(g.m), _size(g.n)
         assert m is not None and n is not None
@@ -1798,7 +1920,7 @@ class FunctionEmitter:
                 with self.b.loop(batch, parallel=True) as i:
                     self.blas(g.shifted(i, strides))
                     if softmax:
-                        self.softmax_rows(g.shifted(i, strides).c, m, n)
+                        self.softmax_rows(g.shifted(i, strides).c, m, n, _mask_at(mask, i, 0))
                 return False
             along_columns = n >= m and not softmax
             size = n if along_columns else m
@@ -1812,18 +1934,21 @@ class FunctionEmitter:
                         self.blas(g.rows(start, stop))
                         rows, cols = (start, stop), (0, n)
                         if softmax:
-                            self.softmax_rows(g.rows(start, stop).c, stop - start, n)
+                            self.softmax_rows(
+                                g.rows(start, stop).c, stop - start, n, _mask_at(mask, 0, start)
+                            )
                     if epilogue is not None:
                         self.epilogue_block(g.c, g.ldc, rows, cols, epilogue)
                 return epilogue is not None
         with self.b.loop(batch) as i:
             self.blas(g.shifted(i, strides))
             if softmax:
-                self.softmax_rows(g.shifted(i, strides).c, m, n)
+                self.softmax_rows(g.shifted(i, strides).c, m, n, _mask_at(mask, i, 0))
         return False
 
-    def softmax_rows(self, c: Ref, rows: Index, length: int) -> None:
-        """libbyoc's softmax, in place, over `rows` contiguous rows at `c`."""
+    def softmax_rows(self, c: Ref, rows: Index, length: int, mask: Mask | None = None) -> None:
+        """libbyoc's softmax, in place, over `rows` contiguous rows at `c`,
+        `mask`'s rows (from its first) added first."""
         b = self.b
         self.uses_libbyoc = True
         pointer = b.pointer(c)
@@ -1834,8 +1959,14 @@ class FunctionEmitter:
         else:
             args.append(_operand(len(operands)))
             operands.append(b.index(rows))
-        args += [IntegerAttr(length, i64), _operand(len(operands)), _operand(len(operands))]
+        args += [IntegerAttr(length, i64), _operand(len(operands))]
         operands.append(pointer)
+        if mask is None:
+            args += [_opaque("NULL"), IntegerAttr(0, i64)]
+        else:
+            args += [_operand(len(operands)), IntegerAttr(mask.row_stride, i64)]
+            operands.append(b.pointer(mask.ref))
+        args.append(_operand(0 if _size(rows) is not None else 1))
         b.call("byoc_rt_softmax", operands, args)
 
     def _dense(self, op: relay.DenseOp, out: Ref, epilogue: BlockEpilogue | None) -> bool:
@@ -1863,7 +1994,7 @@ class FunctionEmitter:
 
     def _batch_matmul(
         self, op: relay.BatchMatmulOp, out: Ref, epilogue: BlockEpilogue | None,
-        step: Step, softmax: bool = False,
+        step: Step, softmax: bool = False, mask: Mask | None = None,
     ) -> bool:
         """sgemm per product; an operand or the result seen through reshapes and
         transposes (attention's heads: `step.views`, `step.out_view`) is read or
@@ -1878,11 +2009,22 @@ class FunctionEmitter:
         (a, sa, lda), (b, sb, ldb) = self._operand_places(step)
         sc, ldc = step.out_view or (m * n, n)
         stacked = sa == x_shape[1] * lda and sc == m * ldc
-        if y_shape[0] == 1 and not ta and stacked:  # one y for every batch: stack x's rows
+        # One y for every batch: stack x's rows (if they share one mask row).
+        one_mask_row = mask is None or (mask.batch_stride, mask.row_stride) == (0, 0)
+        if y_shape[0] == 1 and not ta and stacked and one_mask_row:
             g = Gemm(a, b, out, False, tb, x_shape[0] * m, n, k, lda, ldb, ldc)
-            return self.gemm(g, epilogue=epilogue, softmax=softmax)
+            return self.gemm(g, epilogue=epilogue, softmax=softmax, mask=mask)
         g = Gemm(a, b, out, ta, tb, m, n, k, lda, ldb, ldc)
-        return self.gemm(g, batch, (sa, sb, sc), epilogue if batch == 1 else None, softmax)
+        return self.gemm(
+            g, batch, (sa, sb, sc), epilogue if batch == 1 else None, softmax, mask
+        )
+
+    def _mask(self, step: Step) -> Mask | None:
+        """The attention mask `step` adds to its scores before their softmax."""
+        ep = step.epilogue
+        if ep.mask is None:
+            return None
+        return Mask(replace(self.refs[ep.mask], readonly=True), *ep.mask_strides)
 
     def _operand_places(self, step: Step, which: Sequence[int] = (0, 1)) -> list[tuple[Ref, int, int]]:
         """`(where, batch stride, leading dimension)` of a batch matmul step's
@@ -1909,16 +2051,21 @@ class FunctionEmitter:
         heads, rows, width = _shape(step.op.results[0])
         keys, depth = _shape(step.scores.op.operands[1])[1:]
         so, ldo = step.out_view or (rows * width if heads > 1 else 0, width)
-        fields = (heads, rows, keys, depth, width, sq, ldq, sk, ldk, sv, ldv, so, ldo)
+        mask = self._mask(step.scores)
+        mask_fields = (1, 0, 0) if mask is None else (1, mask.batch_stride, mask.row_stride)
+        fields = (heads, rows, keys, depth, width, sq, ldq, sk, ldk, sv, ldv, so, ldo, *mask_fields)
         name = f"{self.function.sym_name.data}_heads_{len(self.globals)}"
         self.globals.append(
             EmitC_VerbatimOp(f"static const byoc_rt_heads {name} = {{{', '.join(map(str, fields))}}};")
         )
         self.uses_libbyoc = True
         heads_ptr = b.value(EmitC_LiteralOp(f"&{name}", HEADS_PTR))
+        mask_ptr = (
+            b.value(EmitC_LiteralOp("NULL", CONST_F32_PTR)) if mask is None else b.pointer(mask.ref)
+        )
         status = b.call(
             "byoc_rt_attention",
-            [heads_ptr, *(b.pointer(ref) for ref in (q, k, v, out))],
+            [heads_ptr, *(b.pointer(ref) for ref in (q, k, v)), mask_ptr, b.pointer(out)],
             results=[i32],
         ).results[0]
         self.fail_on(status)

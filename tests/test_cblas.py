@@ -513,7 +513,7 @@ def test_batch_matmul_softmax_normalises_each_product_in_its_task(parallel):
     source = check(scores_softmax((4, 64, 96), (4, 80, 96))).c_source
     # In the parallel loop's task: the product, then its 64 rows of 80.
     task = source[source.index("scipy_cblas_sgemm("):]
-    assert re.search(r"byoc_rt_softmax\(64, 80, ([^,]+), \1\);", task)
+    assert re.search(r"byoc_rt_softmax\(64, 80, ([^,]+), NULL, 0, \1\);", task)
     assert source.count(POOL) == 1
 
 
@@ -606,6 +606,7 @@ def test_attention_heads_are_read_and_written_in_place(
             heads, seq, keys, size, width,
             head * size, q_row if seq > 1 else size, head * size, q_row if keys > 1 else size,
             head * width, v_row if keys > 1 else width, head * width, v_row if seq > 1 else width,
+            1, 0, 0,  # no mask
         ]
         return
     # The queries and keys read in place (lda, ldb: rows a projection's row
@@ -637,7 +638,7 @@ def test_scores_softmax_and_values_are_one_attention_call(batch, seq, keys, dept
     head = 0 if batch == 1 else 1
     assert [int(f) for f in fields.group(1).split(", ")] == [
         batch, seq, keys, depth, width, head * seq * depth, depth, head * keys * depth, depth,
-        head * keys * width, width, head * seq * width, width,
+        head * keys * width, width, head * seq * width, width, 1, 0, 0,
     ]
     # Large scores: the softmax's exponentials underflow but for the maximum.
     args = inputs(module)
@@ -656,9 +657,146 @@ def test_scores_read_elsewhere_are_not_fused():
     assert "byoc_rt_attention" not in source and "byoc_rt_softmax(" in source
 
 
+# ---------------------------------------------------------------------------
+# Additive attention masks: batch_matmul -> add(mask) -> softmax (-> batch_matmul)
+# ---------------------------------------------------------------------------
+
+
+def mask_values(shape: Sequence[int], fill: float, seed: int = 0) -> np.ndarray:
+    """An additive mask: 0, or `fill` at about a third of the places, its last
+    key masked everywhere, and (with rows) its first row masked whole: a row
+    of -inf scores is all NaN in the reference, and must be in the kernel."""
+    rng = np.random.default_rng(seed)
+    mask = np.where(rng.uniform(size=shape) < 0.3, fill, 0.0).astype(np.float32)
+    mask[..., -1] = fill
+    if len(shape) >= 2:
+        mask[..., 0, :] = fill
+    return mask
+
+
+def masked_scores(x, y, mask, attend: Sequence[int] | None = None, mask_first: bool = False):
+    """softmax(x y^T + mask) (times values of shape `attend`, if given)."""
+
+    def body(e: Emit, a, b, m, *v):
+        scores = e(relay.BatchMatmulOp(a, b))
+        probs = e(relay.SoftmaxOp(e(relay.AddOp(*((m, scores) if mask_first else (scores, m))))))
+        return e(relay.BatchMatmulOp(probs, v[0], transpose_b=False)) if v else probs
+
+    return build([x, y, mask, *([attend] if attend else [])], body)
+
+
+def masked_inputs(module: ModuleOp, fill: float, mask_at: int = 2) -> list[np.ndarray]:
+    args = inputs(module)
+    args[mask_at] = mask_values(args[mask_at].shape, fill)
+    return args
+
+
+MASKED = [
+    # x, y, mask: a mask row for all (several ranks), a row per query row, a
+    # row per product (and per product and query row); rows of 1, less than a
+    # vector and one more; one product split by rows; a shared y (one stacked
+    # product) with one mask row, and with a row per query row (not stacked).
+    ((3, 4, 5), (3, 7, 5), (7,)),
+    ((2, 17, 9), (2, 33, 9), (1, 33)),
+    ((4, 9, 6), (4, 20, 6), (9, 20)),
+    ((3, 6, 5), (3, 17, 5), (3, 1, 17)),
+    ((2, 5, 8), (2, 16, 8), (2, 5, 16)),
+    ((3, 1, 4), (3, 5, 4), (1, 1, 5)),
+    ((1, 300, 64), (1, 70, 64), (1, 300, 70)),
+    ((5, 20, 12), (1, 31, 12), (1, 1, 31)),
+    ((5, 20, 12), (1, 31, 12), (20, 31)),
+]
+
+
+@pytest.mark.parametrize("parallel_code", ["1", "0"])
+@pytest.mark.parametrize("x, y, mask", MASKED)
+def test_masked_softmax_matches_the_reference(monkeypatch, parallel_code, x, y, mask):
+    monkeypatch.setenv("BYOC_PARALLEL", parallel_code)
+    for mask_first in (False, True):
+        module = masked_scores(x, y, mask, mask_first=mask_first)
+        model = byoc.compile(module, targets=["cblas"])
+        on_cblas(model, "relay.nn.batch_matmul", "relay.add", "relay.nn.softmax")
+        assert "byoc_rt_softmax(" in model.c_source and ", NULL, 0," not in model.c_source
+        for fill in (-10000.0, -np.inf):
+            args = masked_inputs(module, fill)
+            (want,) = byoc.run_reference(module, args)
+            got = model(*args)
+            # Rows masked whole: NaN in both (-inf) or close (-10000).
+            assert np.array_equal(np.isnan(got), np.isnan(want))
+            assert np.isnan(want).any() == (fill == -np.inf and len(mask) >= 2)
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+MASKED_ATTENTION = [
+    # batch, seq, keys, depth, width, mask
+    (3, 5, 7, 4, 9, (7,)),
+    (2, 40, 33, 17, 70, (1, 1, 33)),
+    (1, 12, 129, 64, 16, (12, 129)),
+    (4, 13, 20, 8, 5, (4, 1, 20)),
+    (2, 9, 31, 16, 33, (2, 9, 31)),
+]
+
+
+@pytest.mark.parametrize("batch, seq, keys, depth, width, mask", MASKED_ATTENTION)
+def test_masked_attention_is_one_call(batch, seq, keys, depth, width, mask):
+    """softmax(q k^T + mask) v in one byoc_rt_attention call, the mask read in
+    place with its strides (0 where broadcast), the same on 1, 2 and 3
+    threads."""
+    from byoc.runtime import libbyoc
+
+    module = masked_scores((batch, seq, depth), (batch, keys, depth), mask, (batch, keys, width))
+    model = byoc.compile(module, targets=["cblas"])
+    source = model.c_source
+    assert source.count("byoc_rt_attention(") == 1 and "sgemm" not in source
+    fields = re.search(r"static const byoc_rt_heads \w+ = \{([^}]*)\};", source)
+    assert fields is not None
+    padded = (1,) * (3 - len(mask)) + mask
+    head = padded[1] * keys if padded[0] > 1 else 0
+    assert [int(f) for f in fields.group(1).split(", ")][-3:] == [
+        1, head, keys if padded[1] > 1 else 0,
+    ]
+    before = libbyoc.threads()
+    try:
+        for fill in (-10000.0, -np.inf):
+            args = masked_inputs(module, fill)
+            args[0] = args[0] * np.float32(20.0)  # most exponentials underflow
+            (want,) = byoc.run_reference(module, args)
+            for threads in (1, 2, 3):
+                libbyoc.set_threads(threads)
+                got = model(*args)
+                assert np.array_equal(np.isnan(got), np.isnan(want))
+                np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    finally:
+        libbyoc.set_threads(before)
+
+
+@pytest.mark.parametrize(
+    "scores, mask, why",
+    [
+        ((2, 4, 6), (4, 1), "4x1"),
+        ((1, 4, 6), (3, 4, 6), "3x4x6"),
+        ((2, 4, 6), (1, 2, 4, 6), "1x2x4x6"),
+    ],
+    ids=["along_keys", "widening", "rank_4"],
+)
+def test_masks_cblas_does_not_take_stay_apart(scores, mask, why):
+    """A mask broadcast along the keys, or one that widens the scores: the
+    pattern declines, the add runs elsewhere, and the answer is the same."""
+    batch, rows, keys = scores
+    module = masked_scores((batch, rows, 3), (batch, keys, 3), mask)
+    assert reasons(module, ["cblas"])["relay.add"][0] == (
+        f"cblas: pattern batch_matmul_add_softmax declined: the mask {why} is not "
+        f"broadcast along the scores' products and rows only"
+    )
+    model = check(module, ["cblas", "ccompiler"])
+    assert re.search(r"extern.call @ccompiler_\d+\(%\d+, %2\)", host_ir(model))  # the add
+    assert "byoc_rt_softmax" not in model.sources["cblas.c"]
+
+
 @pytest.mark.parametrize("split", [(1, 3, 5, 4), (15, 4), (1, 5, 12)])
 def test_a_values_view_merged_apart_from_its_matmul_is_returned(split):
-    """A mask added to the scores (ccompiler) splits attention in two cblas
+    """A mask cblas does not take (broadcast along the keys: one value per
+    query row) added to the scores (ccompiler) splits attention in two cblas
     regions; the values' view, taken for the second batch matmul, can land in
     the first one, which then returns it: cblas writes the bytes a reshape
     keeps in order, or copies the rows of heads split by a transpose (as
@@ -678,7 +816,7 @@ def test_a_values_view_merged_apart_from_its_matmul_is_returned(split):
         probs = e(relay.SoftmaxOp(e(relay.AddOp(scores, mask))))
         return e(relay.BatchMatmulOp(probs, split_heads(v), transpose_b=False))
 
-    module = build([split, split, split, (seq, seq)], body)
+    module = build([split, split, split, (seq, 1)], body)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no fallback warning
         model = check(module, ["cblas", "ccompiler"])

@@ -69,12 +69,13 @@ def check_simplified(proto: onnx.ModelProto, feeds: list[np.ndarray]):
     return want, simplified
 
 
-def check_compiled(proto, feeds, want, targets) -> None:
+def check_compiled(proto, feeds, want, targets) -> byoc.CompiledModule:
     compiled = byoc.compile(proto, targets=targets)
     got = compiled(*feeds)
     got = list(got) if isinstance(got, tuple) else [got]
     for g, w in zip(got, want, strict=True):
         scaled_close(g, w, 1e-4)
+    return compiled
 
 
 def normal(*shape: int) -> np.ndarray:
@@ -321,7 +322,26 @@ def test_attention_mask_moves_onto_the_scores(batch, mask_shape, moved):
     scores = add.operands[0].owner
     assert (scores.name == "relay.nn.batch_matmul") == moved
     assert len(add.results[0].type.get_shape()) == (3 if moved else 4)
-    check_compiled(proto, feeds, want, ["cblas", "ccompiler"])
+    compiled = check_compiled(proto, feeds, want, ["cblas", "ccompiler"])
+    # cblas then takes the scores, the mask, the softmax and the values'
+    # product as one attention call (the mask read where it is).
+    assert ("byoc_rt_attention(" in compiled.sources["cblas.c"]) == moved
+
+
+@pytest.mark.parametrize("seq", [7, 33])
+def test_a_constant_causal_mask_becomes_a_constant_of_the_scores_rank(seq):
+    proto = attention_model(seq, 3, 5, mask=(1, 1, seq, seq))
+    causal = np.triu(np.full((1, 1, seq, seq), -np.inf, np.float32), 1)
+    del proto.graph.input[1]
+    proto.graph.initializer.append(numpy_helper.from_array(causal, "mask"))
+    feeds = [normal(1, seq, 15)]
+    want, simplified = check_simplified(proto, feeds)
+    add = next(op for op in simplified.walk() if op.name == "relay.add")
+    assert add.operands[1].owner.name == "relay.constant"
+    assert add.operands[1].type.get_shape() == (1, seq, seq)  # of [3, seq, seq] scores
+    compiled = check_compiled(proto, feeds, want, ["cblas", "ccompiler"])
+    assert list(compiled.sources) == ["cblas.c"]
+    assert "byoc_rt_attention(" in compiled.sources["cblas.c"]
 
 
 # --- Shapes, no-ops, constants ----------------------------------------------------------

@@ -7,7 +7,8 @@
  * weights: [ceil(n / 32)][depth][32], zero-padded), then per tile of 12 query
  * rows: the scores against every key panel (24 vector accumulators, as
  * byoc_rt_dense's tiles), softmax of the 12 rows, and their product with the
- * value panels, stored straight into the output's rows. The two batch
+ * value panels, stored straight into the output's rows (an additive mask
+ * added to the scores' rows first: byoc_softmax_row_masked). The two batch
  * matmuls through OpenBLAS took 0.30 ms each for BERT-base's 12 heads of
  * 128 x 128 x 64 on one core (42 GFLOP/s: sgemm packs both operands per
  * call), the softmax between them 0.07 ms.
@@ -23,7 +24,7 @@
 
 typedef struct attention_job {
   const byoc_rt_heads *a;
-  const float *q, *k, *v;
+  const float *q, *k, *v, *mask;
   float *out;
   int64_t blocks;         /* row blocks per head */
   int64_t rows_per_block; /* a multiple of ATT_MR */
@@ -134,6 +135,7 @@ static void attention_chunk(void *context, int64_t index) {
   pack_panels(values, j->v + head * a->v_head, a->v_row, a->width, a->keys, 0);
   const float *q = j->q + head * a->q_head;
   float *out = j->out + head * a->o_head;
+  const float *mask = j->mask == NULL ? NULL : j->mask + head / a->mask_group * a->mask_head;
   for (int64_t row = r0; row < r1; row += ATT_MR) {
     int mr = (int)min64(ATT_MR, r1 - row);
     for (int64_t p = 0; p < j->key_panels; p++) {
@@ -142,7 +144,9 @@ static void attention_chunk(void *context, int64_t index) {
                                   a->depth, scores + p * ATT_NR, j->score_stride, cols, 1);
     }
     for (int r = 0; r < mr; r++)
-      byoc_softmax_row(scores + r * j->score_stride, scores + r * j->score_stride, a->keys);
+      byoc_softmax_row_masked(scores + r * j->score_stride,
+                              mask == NULL ? NULL : mask + (row + r) * a->mask_row,
+                              scores + r * j->score_stride, a->keys);
     for (int64_t p = 0; p < j->value_panels; p++) {
       int64_t cols = min64(ATT_NR, a->width - p * ATT_NR);
       ATT_TILES[cols > LANES][mr](scores, j->score_stride, values + p * a->keys * ATT_NR,
@@ -152,8 +156,8 @@ static void attention_chunk(void *context, int64_t index) {
 }
 
 int32_t byoc_rt_attention(const byoc_rt_heads *a, const float *q, const float *k,
-                          const float *v, float *out) {
-  attention_job j = {a, q, k, v, out, 1, 0, ceil_div(a->keys, ATT_NR),
+                          const float *v, const float *mask, float *out) {
+  attention_job j = {a, q, k, v, mask, out, 1, 0, ceil_div(a->keys, ATT_NR),
                      ceil_div(a->width, ATT_NR), 0, 0};
   j.score_stride = j.key_panels * ATT_NR;
   /* Enough chunks for every thread to take several: few heads cut their

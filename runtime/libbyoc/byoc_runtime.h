@@ -188,11 +188,16 @@ int32_t byoc_rt_dense(const byoc_rt_product *product, const float *a, const floa
                       const float *bias, const float *residual, float *out);
 
 /* ---- Softmax -----------------------------------------------------------------
- * out[r, :] = exp(data[r, :] - max) / sum(exp(data[r, :] - max)) for each of
- * `rows` contiguous rows of `length` float32 (relay.nn.softmax along the last
- * axis), on the calling thread: a batch matmul's task calls it on the scores
- * it just computed. `out` may be `data` (in place). Returns BYOC_RT_OK. */
-int32_t byoc_rt_softmax(int64_t rows, int64_t length, const float *data, float *out);
+ * out[r, :] = exp(x - max) / sum(exp(x - max)), x = data[r, :] + mask[r, :],
+ * for each of `rows` contiguous rows of `length` float32 (relay.nn.softmax
+ * along the last axis of relay.add(data, mask)), on the calling thread: a
+ * batch matmul's task calls it on the scores it just computed. `mask` (an
+ * additive attention mask) may be NULL (x = data[r, :]); row r's is at
+ * mask + r * mask_row (mask_row 0: one row for all). A row whose x is all
+ * -inf is all NaN, as numpy's. `out` may be `data` (in place). Returns
+ * BYOC_RT_OK. */
+int32_t byoc_rt_softmax(int64_t rows, int64_t length, const float *data, const float *mask,
+                        int64_t mask_row, float *out);
 
 /* ---- Layer normalisation -----------------------------------------------------
  * out[r, :] = (data[r, :] - mean) / sqrt(var + epsilon) * gamma + beta for
@@ -212,15 +217,20 @@ int32_t byoc_rt_layer_norm(int64_t rows, int64_t length, const float *data, cons
  * attention's 1/sqrt(depth) into the queries). Each operand's rows are
  * contiguous; element [h, i, c] of Q is at q[h * q_head + i * q_row + c], and
  * the same for K, V and out (attention's heads read in place in [S, H*D]
- * projections: head stride D, row stride H*D). Returns BYOC_RT_OK or
- * BYOC_RT_OUT_OF_MEMORY. */
+ * projections: head stride D, row stride H*D). `mask`, an additive attention
+ * mask added to the scores before the softmax (as byoc_rt_softmax), may be
+ * NULL; its element [h, i, j] is at
+ * mask[(h / mask_group) * mask_head + i * mask_row + j]: mask_group heads
+ * share one (a batch's), strides 0 where it is broadcast (mask_group >= 1).
+ * Returns BYOC_RT_OK or BYOC_RT_OUT_OF_MEMORY. */
 typedef struct byoc_rt_heads {
   int64_t heads, rows, keys, depth, width;
   int64_t q_head, q_row, k_head, k_row, v_head, v_row, o_head, o_row;
+  int64_t mask_group, mask_head, mask_row;
 } byoc_rt_heads;
 
 int32_t byoc_rt_attention(const byoc_rt_heads *heads, const float *q, const float *k,
-                          const float *v, float *out);
+                          const float *v, const float *mask, float *out);
 
 /* ---- int8 products ----------------------------------------------------------
  * tile[r * row_step + u * unit_step] = sum_k data[(first_row + r) * stride + k]

@@ -122,5 +122,7 @@ BYOC_HIDDEN float *byoc_task_scratch(size_t floats);
 
 /* Softmax of the `n` floats at x into y (may be x): softmax.c. */
 BYOC_HIDDEN void byoc_softmax_row(const float *x, float *y, int64_t n);
+/* The same of x + mask (mask NULL: of x): softmax.c. */
+BYOC_HIDDEN void byoc_softmax_row_masked(const float *x, const float *mask, float *y, int64_t n);
 
 #endif
