@@ -42,7 +42,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from byoc.dialects import relay
-from byoc.dialects.relay.qnn import INT32, constant_value, dtype_name, type_range
+from byoc.dialects.relay.qnn import INT16, INT32, UINT16, constant_value, dtype_name, type_range
 from byoc.passes.annotate import host_functions
 from byoc.passes.dead_code import remove_dead_ops
 from byoc.runtime.reference_qnn import along
@@ -506,6 +506,9 @@ CONVERTERS = {
 def convert_unit(q: relay.QuantizeOp, unit: Unit) -> SSAValue:
     """The integer value replacing `q`, or Declined."""
     out = _parameters(q.result, q.output_scale, q.output_zero_point, q.attrs()["axis"])
+    if out.element in (INT16, UINT16):
+        # 16-bit activations (A16W8 models): the integer ops take 8-bit data.
+        raise Declined(f"its output is {dtype_name(out.element)}; integer ops take 8-bit data")
     for op in unit.ops[1:]:
         if not _single_use(op.operands[0]):
             raise Declined("an intermediate result is used elsewhere too")

@@ -101,7 +101,8 @@ def saturate_round(
     element: Attribute,
     bounds: tuple[int, int] | None = None,
 ) -> SSAValue:
-    """`clamp(round_half_even(value) + zero_point)` as `element` (i8, ui8, i32):
+    """`clamp(round_half_even(value) + zero_point)` as `element` (i8, ui8, i16,
+    ui16, i32):
     `value` f32, `zero_point` i32; clamped to `bounds` (within the type) when
     given, as a following clip would."""
     low, high = type_range(element) if bounds is None else bounds
@@ -112,7 +113,7 @@ def saturate_round(
     clamped = select_float(b, "olt", clamped, high_f)
     wide = element == I32
     if not wide:
-        # |clamped| <= 255 + |zero point| < 2^22: the magic constant rounds exactly.
+        # |clamped| <= 65535 + |zero point| < 2^22: the magic constant rounds exactly.
         magic = b.constant(ROUNDING_MAGIC, f32)
         rounded = binary(b, arith.SubfOp, binary(b, arith.AddfOp, clamped, magic), magic)
         as_int = b.scalar(arith.FPToSIOp, rounded, result_type=I32)

@@ -1071,6 +1071,21 @@ case(
     XQ,
     initializers={"s": np.array([0.01, 0.02, 0.05, 0.1], np.float32), "z": np.array([0, -3, 5, 127], I8)},
 )
+case(
+    "quantize-dequantize-int16-per-channel",
+    [
+        N("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1),
+        N("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1),
+    ],
+    XQ,
+    initializers={"s": np.array([1e-4, 2e-5, 0.01, 1.0], np.float32), "z": np.array([0, -3000, 32767, 5], np.int16)},
+)
+case(
+    "quantize-dequantize-uint16",
+    [N("QuantizeLinear", ["x", "s", "z"], ["q"]), N("DequantizeLinear", ["q", "s", "z"], ["y"])],
+    XQ,
+    initializers={"s": np.float32(3e-5), "z": np.uint16(40000)},
+)
 _W = np.random.default_rng(3).integers(-127, 128, (6, 4, 3, 3)).astype(I8)
 case(
     "qlinearconv",

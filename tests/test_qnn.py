@@ -28,6 +28,7 @@ from byoc.passes.fake_quantization_to_integer import fake_quantization_to_intege
 BIN = Path(sys.executable).parent
 N = helper.make_node
 F32, U8, I8, I32 = np.float32, np.uint8, np.int8, np.int32
+U16, I16 = np.uint16, np.int16
 ort.set_default_logger_severity(3)
 
 
@@ -85,13 +86,19 @@ def run_ops(build, *arrays):
 TIES = (np.arange(-40, 40, dtype=F32) + F32(0.5)) * F32(0.25)
 
 
-@pytest.mark.parametrize("dtype,zero", [(U8, 128), (I8, -3), (U8, 0), (I8, 127)])
+ONNX_ELEMENT = {U8: TensorProto.UINT8, I8: TensorProto.INT8, U16: TensorProto.UINT16, I16: TensorProto.INT16}
+
+
+@pytest.mark.parametrize(
+    "dtype,zero",
+    [(U8, 128), (I8, -3), (U8, 0), (I8, 127), (I16, -300), (U16, 40000), (I16, 32767), (U16, 0)],
+)
 def test_quantize_rounds_and_saturates_as_onnxruntime(dtype, zero):
-    x = np.concatenate([TIES, np.array([1e9, -1e9, np.inf, -np.inf, 0.0], F32), np.linspace(-90, 90, 61, dtype=F32)])
+    big = np.array([1e9, -1e9, np.inf, -np.inf, 0.0, 8191.875, -8192.125, 16383.5], F32)
+    x = np.concatenate([TIES, big, np.linspace(-90, 90, 61, dtype=F32)])
     model = model_of(
         [N("QuantizeLinear", ["x", "s", "z"], ["y"])], {"x": list(x.shape)}, ["y"],
-        {"s": F32(0.25), "z": dtype(zero)},
-        out_elem=TensorProto.UINT8 if dtype == U8 else TensorProto.INT8,
+        {"s": F32(0.25), "z": dtype(zero)}, out_elem=ONNX_ELEMENT[dtype],
     )
     want = session(model).run(None, {"x": x})[0]
     got = run_ops(
@@ -270,6 +277,70 @@ def test_every_quantized_op_lowers_exactly(kernels_module, targets):
         assert "relay.qnn.conv2d" in model.partitioned_ir
         # The int8 kernels took the one-group conv2d and the dense chains.
         assert model.c_source.count("_int8_") >= 9
+
+
+SIXTEEN_BIT = """
+func.func @main(%x: tensor<1x4x6x6xf32>, %f: tensor<2x4x8xf32>)
+    -> (tensor<1x4x6x6xi16>, tensor<2x4x8xui16>, tensor<2x4x8xi16>, tensor<2x4x8xui8>,
+        tensor<1x4x6x6xf32>, tensor<1x4x3x3xi16>) {
+  %cs = relay.constant dense<[0.0078125, 0.5, 1.5, 0.01]> : tensor<4xf32>
+  %cz = relay.constant dense<[0, -700, 32767, -32768]> : tensor<4xi32>
+  %qx = relay.qnn.quantize %x, %cs, %cz {axis = 1 : i64, out_dtype = "int16"} : (tensor<1x4x6x6xf32>, tensor<4xf32>, tensor<4xi32>) -> tensor<1x4x6x6xi16>
+  %fs = relay.constant dense<0.003> : tensor<f32>
+  %fz = relay.constant dense<40000> : tensor<i32>
+  %qf = relay.qnn.quantize %f, %fs, %fz {out_dtype = "uint16"} : (tensor<2x4x8xf32>, tensor<f32>, tensor<i32>) -> tensor<2x4x8xui16>
+  %rs = relay.constant dense<0.0011> : tensor<f32>
+  %rz = relay.constant dense<-5> : tensor<i32>
+  %r16 = relay.qnn.requantize %qf, %fs, %fz, %rs, %rz {out_dtype = "int16"} : (tensor<2x4x8xui16>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>) -> tensor<2x4x8xi16>
+  %os = relay.constant dense<0.25> : tensor<f32>
+  %oz = relay.constant dense<128> : tensor<i32>
+  %r8 = relay.qnn.requantize %r16, %rs, %rz, %os, %oz {out_dtype = "uint8"} : (tensor<2x4x8xi16>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>) -> tensor<2x4x8xui8>
+  %dx = relay.qnn.dequantize %qx, %cs, %cz {axis = 1 : i64} : (tensor<1x4x6x6xi16>, tensor<4xf32>, tensor<4xi32>) -> tensor<1x4x6x6xf32>
+  %mp = relay.nn.max_pool2d %qx {pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x4x6x6xi16>) -> tensor<1x4x3x3xi16>
+  func.return %qx, %qf, %r16, %r8, %dx, %mp : tensor<1x4x6x6xi16>, tensor<2x4x8xui16>, tensor<2x4x8xi16>, tensor<2x4x8xui8>, tensor<1x4x6x6xf32>, tensor<1x4x3x3xi16>
+}
+"""
+"""16-bit quantized tensors (the activations of A16W8 models): per-channel
+zero points at both ends of int16, saturation, requantize between widths."""
+
+
+@pytest.mark.parametrize("targets", [[], ["ccompiler"]], ids=["host", "ccompiler"])
+def test_sixteen_bit_quantize_dequantize_and_requantize_lower_exactly(targets):
+    rng = np.random.default_rng(16)
+    x = np.concatenate([TIES[:36], rng.uniform(-600, 600, 108).astype(F32)]).reshape(1, 4, 6, 6)
+    f = np.concatenate([TIES[:28], [np.nan, np.inf, -np.inf, 1e9], rng.uniform(-150, 150, 32)]).astype(F32).reshape(2, 4, 8)
+    module = _float_outputs(SIXTEEN_BIT)
+    want = byoc.run_reference(parse_text(module), [x, f])
+    # The quantized values cover the 16-bit ranges, saturating at both ends.
+    assert want[0].min() == -32768 and want[0].max() == 32767 and want[1].max() == 65535
+    got = byoc.compile(module, targets=targets)(x, f)
+    for i, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(g, w, err_msg=f"output {i}")
+
+
+def test_a16w8_model_matches_onnxruntime_and_stays_float_between_dq_and_q(tmp_path):
+    """An A16W8 model from quantize_static (int16 activations, int8 weights):
+    the integer ops take 8-bit data, so its groups run in float between their
+    DQs and Qs, which quantize and dequantize 16-bit tensors."""
+    import logging
+
+    logging.getLogger().setLevel(logging.ERROR)
+    path = tmp_path / "a16w8.onnx"
+    source = tmp_path / "a16w8.float.onnx"
+    onnx.save(cnn_model(), source)
+    quantization.quantize_static(
+        str(source), str(path), _Reader([1, 3, 16, 16]), quant_format=quantization.QuantFormat.QDQ,
+        activation_type=quantization.QuantType.QInt16, weight_type=quantization.QuantType.QInt8,
+    )
+    model = onnx.load(path)
+    assert any(t.data_type == TensorProto.INT16 for t in model.graph.initializer)
+    x = np.random.default_rng(3).standard_normal([1, 3, 16, 16]).astype(F32)
+    want = session(model).run(None, {"x": x})[0]
+    for targets in (["cblas", "ccompiler"], []):
+        compiled = byoc.compile(path, targets=targets)
+        steps = np.abs(compiled(x) - want).max() / _output_scale(path)
+        assert steps <= 3, f"{targets}: {steps:.2f} steps of the output scale from onnxruntime"
+        assert "xi16>" in compiled.partitioned_ir and "relay.qnn.conv2d" not in compiled.partitioned_ir
 
 
 def test_int8_kernels_in_the_parts_of_a_large_function():

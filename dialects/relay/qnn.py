@@ -1,7 +1,10 @@
 """Quantized ops (TVM's relay/qnn): quantize, dequantize, requantize, and the
 integer conv2d, dense, batch_matmul, add, mul and global_avg_pool2d.
 
-Quantized tensors are `i8` (int8), `ui8` (uint8) or `i32` (int32). A real
+Quantized tensors are `i8` (int8), `ui8` (uint8) or `i32` (int32); quantize,
+dequantize and requantize also take `i16` (int16) and `ui16` (uint16), the
+activations of ONNX's 16-bit QDQ models (the integer conv2d, dense,
+batch_matmul, add, mul and pooling take 8-bit data only). A real
 value `r` is represented by `q` with `r = scale * (q - zero_point)`.
 
 Quantization parameters are operands, in TVM QNN's order: each scale is a
@@ -105,24 +108,37 @@ from byoc.dialects.relay.nn import (
 INT8 = IntegerType(8)
 UINT8 = IntegerType(8, Signedness.UNSIGNED)
 INT32 = IntegerType(32)
+INT16 = IntegerType(16)
+UINT16 = IntegerType(16, Signedness.UNSIGNED)
 
 DTYPES: dict[str, Attribute] = {
     "int8": INT8,
     "uint8": UINT8,
+    "int16": INT16,
+    "uint16": UINT16,
     "int32": INT32,
     "float32": f32,
 }
 """TVM's dtype names (the `out_dtype` values) and their element types; the
-MLIR spellings `i8`, `ui8`, `i32`, `f32` are accepted too."""
+MLIR spellings `i8`, `ui8`, `i16`, `ui16`, `i32`, `f32` are accepted too."""
 
-_ALIASES = {"i8": "int8", "ui8": "uint8", "i32": "int32", "f32": "float32"}
+_ALIASES = {
+    "i8": "int8",
+    "ui8": "uint8",
+    "i16": "int16",
+    "ui16": "uint16",
+    "i32": "int32",
+    "f32": "float32",
+}
 
-QUANTIZED_TYPES = (INT8, UINT8, INT32)
+QUANTIZED_TYPES = (INT8, UINT8, INT16, UINT16, INT32)
 """Element types a quantized tensor may have."""
 
 _RANGES: dict[Attribute, tuple[int, int]] = {
     INT8: (-128, 127),
     UINT8: (0, 255),
+    INT16: (-(2**15), 2**15 - 1),
+    UINT16: (0, 2**16 - 1),
     INT32: (-(2**31), 2**31 - 1),
 }
 
@@ -141,7 +157,7 @@ def type_range(element: Attribute) -> tuple[int, int]:
 
 
 def is_quantized(element: Attribute) -> bool:
-    """Whether `element` is a quantized element type (i8, ui8, i32)."""
+    """Whether `element` is a quantized element type (i8, ui8, i16, ui16, i32)."""
     return element in _RANGES
 
 
@@ -356,7 +372,7 @@ def _check_channel_params(
 class QuantizeOp(QnnOp):
     """Quantizes f32 `data`: `q = clamp(round(data / output_scale) +
     output_zero_point)`, the division in float32, rounded half to even, clamped to
-    the range of `out_dtype` (int8 by default; uint8 or int32). Per-channel
+    the range of `out_dtype` (int8 by default; uint8, int16, uint16 or int32). Per-channel
     parameters lie along `axis` (ONNX QuantizeLinear)."""
 
     name = "relay.qnn.quantize"
@@ -409,7 +425,7 @@ class QuantizeOp(QnnOp):
 
 @irdl_op_definition
 class DequantizeOp(QnnOp):
-    """Dequantizes `data` (i8, ui8 or i32) to f32:
+    """Dequantizes `data` (i8, ui8, i16, ui16 or i32) to f32:
     `(data - input_zero_point) * input_scale`, the difference exact, the product
     in float32. Per-channel parameters lie along `axis` (ONNX DequantizeLinear)."""
 

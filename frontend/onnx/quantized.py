@@ -34,7 +34,12 @@ from byoc.frontend.onnx.nn import _check_spatial_rank, _pads_2d, _pair, _spatial
 Shape = tuple[int, ...]
 
 _QUANTIZED = {np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8"}
-_ONNX_INT8, _ONNX_UINT8 = 3, 2  # TensorProto.DataType
+"""The types the operator forms (QLinearConv, ...) and the integer ops take."""
+_QDQ_TYPES = {**_QUANTIZED, np.dtype(np.int16): "int16", np.dtype(np.uint16): "uint16"}
+"""The types QuantizeLinear makes and DequantizeLinear reads (int32 too): the
+16-bit ones are the activations of A16W8 models."""
+_ONNX_TYPES = {3: np.dtype(np.int8), 2: np.dtype(np.uint8), 5: np.dtype(np.int16), 4: np.dtype(np.uint16)}
+"""TensorProto.DataType of QuantizeLinear's `output_dtype`."""
 
 
 @dataclass
@@ -63,10 +68,10 @@ def integer_value(node: Node, i: int, what: str) -> SSAValue:
     value = graph.materialized.get(name)
     if value is None:
         array = node.constant(i, what)
-        if array.dtype not in (np.int8, np.uint8, np.int32):
+        if array.dtype not in (np.int8, np.uint8, np.int16, np.uint16, np.int32):
             raise node.error(
                 f"{what} ('{name}') is {array.dtype}; quantized tensors must be int8, "
-                "uint8 or int32"
+                "uint8, int16, uint16 or int32"
             )
         value = node.emit(relay.ConstantOp.from_numpy(array))
         set_name(value, name)
@@ -74,11 +79,13 @@ def integer_value(node: Node, i: int, what: str) -> SSAValue:
     return value
 
 
-def _element_dtype(node: Node, value: SSAValue, what: str) -> str:
+def _element_dtype(
+    node: Node, value: SSAValue, what: str, allowed: tuple[str, ...] = ("int8", "uint8", "int32")
+) -> str:
     element = value.type.element_type  # type: ignore[attr-defined]
     name = dtype_name(element)
-    if name not in ("int8", "uint8", "int32"):
-        raise node.error(f"{what} is {name}; expected int8, uint8 or int32")
+    if name not in allowed:
+        raise node.error(f"{what} is {name}; expected {', '.join(allowed[:-1])} or {allowed[-1]}")
     return name
 
 
@@ -187,14 +194,17 @@ def _quantize_linear(node: Node) -> SSAValue:
         dtype = np.asarray(node.constant(2, "the zero point")).dtype
     else:
         output_dtype = int(node.attr("output_dtype", 0))
-        dtype = np.dtype(np.int8 if output_dtype == _ONNX_INT8 else np.uint8)
-        if output_dtype not in (0, _ONNX_INT8, _ONNX_UINT8):
+        if output_dtype != 0 and output_dtype not in _ONNX_TYPES:
             raise node.error(
-                f"output_dtype {output_dtype} is not supported (only uint8 and int8)"
+                f"output_dtype {output_dtype} is not supported (only uint8, int8, "
+                "uint16 and int16)"
             )
-    name = _QUANTIZED.get(dtype)
+        dtype = _ONNX_TYPES.get(output_dtype, np.dtype(np.uint8))
+    name = _QDQ_TYPES.get(dtype)
     if name is None:
-        raise node.error(f"quantizing to {dtype} is not supported (only uint8 and int8)")
+        raise node.error(
+            f"quantizing to {dtype} is not supported (only uint8, int8, uint16 and int16)"
+        )
     axis = int(node.attr("axis", 1))
     p = params(node, 1, 2, shape, axis, name, "the output")
     return node.emit(
@@ -205,7 +215,7 @@ def _quantize_linear(node: Node) -> SSAValue:
 def _dequantize_linear(node: Node) -> SSAValue:
     _check_no_blocks(node)
     data = integer_value(node, 0, "the input")
-    dtype = _element_dtype(node, data, "the input")
+    dtype = _element_dtype(node, data, "the input", (*_QDQ_TYPES.values(), "int32"))
     axis = int(node.attr("axis", 1))
     p = params(node, 1, 2, shape_of(data), axis, dtype, "the input")
     return node.emit(relay.DequantizeOp(data, p.scale, p.zero_point, axis=axis))

@@ -30,6 +30,23 @@ func.func @quantize(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, t
   func.return %2, %3, %4 : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xui8>
 }
 
+// 16-bit activations (A16W8 models): quantize, dequantize and requantize.
+// CHECK-LABEL: func.func @sixteen_bit(
+// CHECK:         %0 = relay.qnn.quantize %x, %s, %z {out_dtype = "int16"} : (tensor<2x8xf32>, tensor<f32>, tensor<i32>) -> tensor<2x8xi16>
+// CHECK-NEXT:    %1 = relay.qnn.requantize %0, %s, %z, %s, %uz {out_dtype = "uint16"} : (tensor<2x8xi16>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>) -> tensor<2x8xui16>
+// CHECK-NEXT:    %2 = relay.qnn.dequantize %1, %s, %uz : (tensor<2x8xui16>, tensor<f32>, tensor<i32>) -> tensor<2x8xf32>
+// GENERIC-LABEL: sym_name = "sixteen_bit"
+// GENERIC:       "relay.qnn.quantize"(%x, %s, %z) <{axis = -1 : i64, out_dtype = "int16"}> : (tensor<2x8xf32>, tensor<f32>, tensor<i32>) -> tensor<2x8xi16>
+func.func @sixteen_bit(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %s = relay.constant dense<0.5> : tensor<f32>
+  %z = relay.constant dense<-32768> : tensor<i32>
+  %uz = relay.constant dense<65535> : tensor<i32>
+  %0 = "relay.qnn.quantize"(%x, %s, %z) <{out_dtype = "int16"}> : (tensor<2x8xf32>, tensor<f32>, tensor<i32>) -> tensor<2x8xi16>
+  %1 = relay.qnn.requantize %0, %s, %z, %s, %uz {out_dtype = "uint16"} : (tensor<2x8xi16>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>) -> tensor<2x8xui16>
+  %2 = relay.qnn.dequantize %1, %s, %uz : (tensor<2x8xui16>, tensor<f32>, tensor<i32>) -> tensor<2x8xf32>
+  func.return %2 : tensor<2x8xf32>
+}
+
 // CHECK-LABEL: func.func @products(
 // CHECK:         %0 = relay.qnn.conv2d %x, %w, %z, %cz, %s, %cs {padding = array<i64: 1, 1>, out_dtype = "int32"} : (tensor<1x4x6x6xui8>, tensor<8x4x3x3xi8>, tensor<i32>, tensor<8xi32>, tensor<f32>, tensor<8xf32>) -> tensor<1x8x6x6xi32>
 // CHECK-NEXT:    %1 = relay.nn.bias_add %0, %b : (tensor<1x8x6x6xi32>, tensor<8xi32>) -> tensor<1x8x6x6xi32>

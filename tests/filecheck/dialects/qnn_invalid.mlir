@@ -61,7 +61,7 @@ func.func @main(%x: tensor<2x8xf32>, %s: tensor<f32>, %z: tensor<i32>) -> tensor
   %0 = relay.qnn.quantize %x, %s, %z {out_dtype = "int4"} : (tensor<2x8xf32>, tensor<f32>, tensor<i32>) -> tensor<2x8xi8>
   func.return %0 : tensor<2x8xi8>
 }
-// CHECK: qnn_invalid.mlir:61:3: error: 'relay.qnn.quantize': out_dtype "int4" is not one of "int8", "uint8", "int32"
+// CHECK: qnn_invalid.mlir:61:3: error: 'relay.qnn.quantize': out_dtype "int4" is not one of "int8", "uint8", "int16", "uint16", "int32"
 
 // -----
 
@@ -94,7 +94,7 @@ func.func @main(%x: tensor<4x16xui8>, %w: tensor<8x16xi8>, %s: tensor<f32>) -> t
   %0 = relay.qnn.dense %x, %w, %s, %z, %s, %s : (tensor<4x16xui8>, tensor<8x16xi8>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<f32>) -> tensor<4x8xi32>
   func.return %0 : tensor<4x8xi32>
 }
-// CHECK: qnn_invalid.mlir:94:3: error: 'relay.qnn.dense': input_zero_point must have a quantized element type (i8, ui8, i32), got f32
+// CHECK: qnn_invalid.mlir:94:3: error: 'relay.qnn.dense': input_zero_point must have a quantized element type (i8, ui8, i16, ui16, i32), got f32
 
 // -----
 
@@ -104,3 +104,24 @@ func.func @main(%x: tensor<4x16xui8>, %w: tensor<8x16xi8>, %s: tensor<f32>, %zx:
   func.return %0 : tensor<4x8xi32>
 }
 // CHECK: qnn_invalid.mlir:103:3: error: 'relay.qnn.dense': kernel_zero_point -129 is out of the range of int8 [-128, 127]
+
+// -----
+
+func.func @main(%x: tensor<2x8xf32>) -> tensor<2x8xui16> {
+  %s = relay.constant dense<0.5> : tensor<f32>
+  %z = relay.constant dense<65536> : tensor<i32>
+  %0 = relay.qnn.quantize %x, %s, %z {out_dtype = "uint16"} : (tensor<2x8xf32>, tensor<f32>, tensor<i32>) -> tensor<2x8xui16>
+  func.return %0 : tensor<2x8xui16>
+}
+// CHECK: qnn_invalid.mlir:113:3: error: 'relay.qnn.quantize': output_zero_point 65536 is out of the range of uint16 [0, 65535]
+
+// -----
+
+// The integer products take 8-bit data only: 16-bit activations stay float.
+func.func @main(%x: tensor<1x4x6x6xi16>, %w: tensor<8x4x3x3xi8>) -> tensor<1x8x4x4xi32> {
+  %s = relay.constant dense<0.5> : tensor<f32>
+  %z = relay.constant dense<0> : tensor<i32>
+  %0 = relay.qnn.conv2d %x, %w, %z, %z, %s, %s : (tensor<1x4x6x6xi16>, tensor<8x4x3x3xi8>, tensor<i32>, tensor<i32>, tensor<f32>, tensor<f32>) -> tensor<1x8x4x4xi32>
+  func.return %0 : tensor<1x8x4x4xi32>
+}
+// CHECK: qnn_invalid.mlir:124:3: error: 'relay.qnn.conv2d': data must have a quantized element type

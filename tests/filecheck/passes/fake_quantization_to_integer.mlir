@@ -141,3 +141,29 @@ func.func @kept_float(%x: tensor<3x2xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>)
   %ds = relay.qnn.dequantize %qs, %s, %z : (tensor<3x2xi8>, tensor<f32>, tensor<i32>) -> tensor<3x2xf32>
   func.return %dn, %ds : tensor<3x2xf32>, tensor<3x2xf32>
 }
+
+// -----
+
+// A16W8: a dense unit whose data and output are int16 stays float (the integer
+// products take 8-bit data), saying why; Q(DQ(x)) between two 16-bit
+// quantizations is still a requantize.
+
+// CHECK-LABEL: func.func @sixteen_bit
+// CHECK:         %[[D:.*]] = relay.qnn.dequantize %q, %s, %z : (tensor<3x4xi16>, tensor<f32>, tensor<i32>) -> tensor<3x4xf32>
+// CHECK:         relay.nn.dense %[[D]], %{{.*}} {byoc.float_unit = "its output is int16; integer ops take 8-bit data"}
+// CHECK:         relay.qnn.requantize %q, %s, %z, %s2, %z {out_dtype = "int16"} : (tensor<3x4xi16>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i32>) -> tensor<3x4xi16>
+// CHECK-NOT:     relay.qnn.dense
+func.func @sixteen_bit(%q: tensor<3x4xi16>) -> (tensor<3x2xf32>, tensor<3x4xf32>) {
+  %s = relay.constant dense<0.5> : tensor<f32>
+  %s2 = relay.constant dense<0.25> : tensor<f32>
+  %z = relay.constant dense<0> : tensor<i32>
+  %w = relay.constant dense<[[1, 2, 3, 4], [-1, -2, -3, -4]]> : tensor<2x4xi8>
+  %d = relay.qnn.dequantize %q, %s, %z : (tensor<3x4xi16>, tensor<f32>, tensor<i32>) -> tensor<3x4xf32>
+  %dw = relay.qnn.dequantize %w, %s, %z : (tensor<2x4xi8>, tensor<f32>, tensor<i32>) -> tensor<2x4xf32>
+  %m = relay.nn.dense %d, %dw : (tensor<3x4xf32>, tensor<2x4xf32>) -> tensor<3x2xf32>
+  %qm = relay.qnn.quantize %m, %s, %z {out_dtype = "int16"} : (tensor<3x2xf32>, tensor<f32>, tensor<i32>) -> tensor<3x2xi16>
+  %dm = relay.qnn.dequantize %qm, %s, %z : (tensor<3x2xi16>, tensor<f32>, tensor<i32>) -> tensor<3x2xf32>
+  %r = relay.qnn.quantize %d, %s2, %z {out_dtype = "int16"} : (tensor<3x4xf32>, tensor<f32>, tensor<i32>) -> tensor<3x4xi16>
+  %dr = relay.qnn.dequantize %r, %s2, %z : (tensor<3x4xi16>, tensor<f32>, tensor<i32>) -> tensor<3x4xf32>
+  func.return %dm, %dr : tensor<3x2xf32>, tensor<3x4xf32>
+}
