@@ -45,7 +45,6 @@ from byoc.dialects import relay
 from byoc.dialects.relay.qnn import INT16, INT32, UINT16, constant_value, dtype_name, type_range
 from byoc.passes.annotate import host_functions
 from byoc.passes.dead_code import remove_dead_ops
-from byoc.runtime.reference_qnn import along
 
 PASS_NAME = "byoc-fake-quantization-to-integer"
 
