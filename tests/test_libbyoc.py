@@ -62,13 +62,18 @@ CONVS = [
     # rows of 52 tiles (longer than a chunk's 48) with groups; 49 tiles of 16
     # channels in two chunks, the second starting mid tile row, 64 channels
     # split in two ranges of panels at 2 threads; 200 channels (chunks of 32
-    # tiles at most) on a 5x5 image; 64 tiles of 40 channels (F(4x4): blocks
-    # of 48 and 16 tiles, output rows of 30 ending mid tile).
+    # tiles at most) on a 5x5 image; 288 channels to 96 (blocks of 16 tiles;
+    # at 3 threads ranges of panels whose weights exceed half of L2, so a
+    # chunk is a block and a range, where smaller ranges' chunks take every
+    # block); 64 tiles of
+    # 40 channels (F(4x4): blocks of 48 and 16 tiles, output rows of 30
+    # ending mid tile).
     ((2, 10, 13, 9), 19, (3, 3), (1, 1), (0, 1, 2, 1), (1, 1), 1, "bias_add_relu"),
     ((1, 40, 30, 30), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_add_relu"),
     ((1, 16, 6, 103), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2, "bias_clip"),
     ((1, 16, 14, 14), 64, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "add"),
     ((1, 200, 5, 5), 9, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_relu"),
+    ((1, 288, 13, 13), 96, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_relu"),
     # Grouped 1x1 convs (ShuffleNet's), every image and group in one loop of
     # the pool: two images of 4 groups of 5 outputs (a partial panel), and 3
     # groups of 16 outputs over rows of 10.

@@ -15,13 +15,14 @@
  * (2.25 an output against 4), its transforms' coefficients up to 8 (and G's
  * down to 1/24), so errors of a few 1e-6 of the output's scale.
  *
- * Work is split in chunks of up to 48 consecutive tiles (row-major) and a range
- * of output-channel panels. A chunk transforms its tiles' patches of every
- * input channel into V (its thread's task scratch: 16 (36) x C x 48 floats),
- * then per panel computes the 16 (36) products into M (16 (36) x 8 x 48 floats) and
- * transforms them into the output, bias, residual and activation applied on
- * the way. The input is read from a zero-padded copy big enough for every
- * tile's 4x4 patch.
+ * Work is split in blocks of up to 48 consecutive tiles (row-major) and ranges
+ * of output-channel panels; a chunk is a block and a range, or a range over
+ * every block (whole_ranges). Per block, a chunk transforms its tiles' patches
+ * of every input channel into V (its thread's task scratch: 16 (36) x C x 48
+ * floats), then per panel computes the 16 (36) products into M (16 (36) x 8 x
+ * 48 floats) and transforms them into the output, bias, residual and
+ * activation applied on the way. The input is read from a zero-padded copy
+ * big enough for every tile's 4x4 patch.
  */
 #define _GNU_SOURCE
 #include "byoc_runtime.h"
@@ -84,7 +85,7 @@ typedef struct wino_job {
   int64_t cg, og, panels;
   int64_t m, xi;            /* outputs a tile is wide and high (2 or 4), patch positions ((m + 2)^2) */
   int64_t tiles_w, tiles;   /* tiles per tile row, in all */
-  int64_t blocks, ranges, per_range; /* chunks: blocks of tiles x ranges of panels */
+  int64_t blocks, ranges, per_range; /* blocks of tiles, ranges of panels (wino_chunk) */
   int64_t v_stride;         /* floats between two input channels' rows of V (>= tiles of a block) */
   int64_t xi_stride;        /* floats between two positions' V (C v_stride, and a line) */
   int64_t image, group;
@@ -359,17 +360,9 @@ static void transform_output4(const wino_job *j, int64_t o0, int64_t rows, int64
   }
 }
 
-/* One chunk: tiles of block `index % blocks`, panels of range `index / blocks`. */
-static void wino_chunk(void *context, int64_t index) {
-  wino_job *j = context;
-  int64_t block = index % j->blocks, range = index / j->blocks;
+/* Block `block`'s tiles, panels [p0, p1), V and M in `v`. */
+static void wino_block(const wino_job *j, int64_t block, int64_t p0, int64_t p1, float *v) {
   int64_t t0 = block * j->v_stride, t1 = min64(j->tiles, t0 + j->v_stride);
-  int64_t p0 = range * j->per_range, p1 = min64(j->panels, p0 + j->per_range);
-  float *v = byoc_task_scratch((size_t)(j->xi * j->xi_stride + j->xi * WINO_MR * WINO_NT));
-  if (v == NULL) {
-    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
-    return;
-  }
   float *m = v + j->xi * j->xi_stride;
   if (j->m == 4)
     transform_input4(j, t0, t1, v);
@@ -389,6 +382,51 @@ static void wino_chunk(void *context, int64_t index) {
     else
       transform_output(j, p * WINO_MR, rows, t0, t1, m);
   }
+}
+
+/* Whether a chunk is a range of panels over every block (else a block and a
+ * range): with several ranges, when a range's weights fit in half of L2, so
+ * the thread that took the range reads them from its own L2 for every block
+ * after the first. As (block, range) chunks, the block after read its
+ * range's weights again on whichever thread took it, a cold read on the
+ * other core's: SqueezeNet's 3x3 convs at 13x13 and 27x27 (49 tiles: blocks
+ * of 48 and 1, 2 ranges at 2 threads; up to 512 KB of weights a range) ran
+ * the single-tile chunks in 27 us after their range's block on one thread,
+ * 60-96 us after it on the other. */
+static int whole_ranges(const wino_job *j, int64_t ranges) {
+  int64_t per_range = ceil_div(j->panels, ranges);
+  return ranges > 1 && j->cg * per_range * WINO_MR * j->xi <= 131072;
+}
+
+/* The chunks of the conv in `ranges` ranges, and chunk `index`'s blocks
+ * [*b0, *b1) and range. */
+static int64_t wino_chunks(const wino_job *j, int64_t ranges) {
+  return whole_ranges(j, ranges) ? ranges : j->blocks * ranges;
+}
+
+static int64_t chunk_blocks(const wino_job *j, int64_t ranges, int64_t index, int64_t *b0,
+                            int64_t *b1) {
+  if (whole_ranges(j, ranges)) {
+    *b0 = 0;
+    *b1 = j->blocks;
+    return index;
+  }
+  *b0 = index % j->blocks;
+  *b1 = *b0 + 1;
+  return index / j->blocks;
+}
+
+static void wino_chunk(void *context, int64_t index) {
+  wino_job *j = context;
+  int64_t b0, b1, range = chunk_blocks(j, j->ranges, index, &b0, &b1);
+  int64_t p0 = range * j->per_range, p1 = min64(j->panels, p0 + j->per_range);
+  float *v = byoc_task_scratch((size_t)(j->xi * j->xi_stride + j->xi * WINO_MR * WINO_NT));
+  if (v == NULL) {
+    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  for (int64_t block = b0; block < b1; block++)
+    wino_block(j, block, p0, p1, v);
 }
 
 /* Channels [8 index, 8 index + 8) of the zero-padded copy of the current
@@ -445,12 +483,15 @@ static int64_t wino_ranges(const wino_job *j, int64_t threads) {
     if (ceil_div(j->panels, per_range) != r)
       continue; /* the same split as fewer ranges */
     double free_at[64] = {0};
-    for (int64_t index = 0; index < j->blocks * r; index++) {
-      int64_t block = index % j->blocks, range = index / j->blocks;
-      int64_t t0 = block * j->v_stride, t1 = min64(j->tiles, t0 + j->v_stride);
+    for (int64_t index = 0; index < wino_chunks(j, r); index++) {
+      int64_t b0, b1, range = chunk_blocks(j, r, index, &b0, &b1);
       int64_t panels = min64(j->panels, (range + 1) * per_range) - range * per_range;
-      double cost = (double)j->cg * (double)(input_runs(j, t0, t1) * per_run +
-                                             panels * j->xi * ceil_div(t1 - t0, LANES));
+      double cost = 0.0;
+      for (int64_t block = b0; block < b1; block++) {
+        int64_t t0 = block * j->v_stride, t1 = min64(j->tiles, t0 + j->v_stride);
+        cost += (double)j->cg * (double)(input_runs(j, t0, t1) * per_run +
+                                         panels * j->xi * ceil_div(t1 - t0, LANES));
+      }
       int64_t first = 0;
       for (int64_t t = 1; t < n; t++)
         if (free_at[t] < free_at[first])
@@ -464,7 +505,7 @@ static int64_t wino_ranges(const wino_job *j, int64_t threads) {
   }
   int64_t choice = 1;
   for (int64_t r = 1; r <= min64(j->panels, MOST); r++)
-    if (ends[r] >= 0.0 && ends[r] <= best * 1.03)
+    if (ends[r] >= 0.0 && ends[r] <= best * 1.03 && wino_chunks(j, r) >= wino_chunks(j, choice))
       choice = r;
   return choice;
 }
@@ -524,7 +565,7 @@ int32_t byoc_winograd_conv2d(const byoc_rt_conv *cv, const float *data, const fl
       j.image = n;
       j.group = g;
       byoc_rt_parallel_for(ceil_div(j.cg, 8), wino_pad, &j);
-      byoc_rt_parallel_for(j.blocks * j.ranges, wino_chunk, &j);
+      byoc_rt_parallel_for(wino_chunks(&j, j.ranges), wino_chunk, &j);
       if (__atomic_load_n(&j.failed, __ATOMIC_RELAXED))
         return BYOC_RT_OUT_OF_MEMORY;
     }
