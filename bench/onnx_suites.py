@@ -205,6 +205,7 @@ _NEEDS_CONSTANT = re.compile(r"\(input \d+, '([^']*)'\) must be a constant")
 _NODE_OP = re.compile(r"\(([\w.]+)\)")
 _REFUSALS = (
     "is not supported",
+    "does not support",
     "are not supported",
     "not supported (",
     "byoc runs only",
