@@ -505,11 +505,14 @@ def _reshapes_a_mask(op: Operation) -> bool:
         if isinstance(user, relay.AddOp):
             scores = user.operands[1] if user.operands[0] is end else user.operands[0]
             softmax = _single_use(user.results[0])
+            product = scores.owner
+            if isinstance(product, relay.ReshapeOp):  # the heads form
+                product = product.operands[0].owner
             return (
-                isinstance(scores.owner, relay.BatchMatmulOp)
+                isinstance(product, relay.BatchMatmulOp)
                 and _single_use(scores) is user
                 and isinstance(softmax, relay.SoftmaxOp)
-                and batch_matmul_mask_softmax_check([scores.owner, user, softmax]) is None
+                and _masked_softmax_reason(product, scores, user, softmax) is None
             )
         op, end = user, user.results[0]
     return False
@@ -693,33 +696,65 @@ def batch_matmul_softmax_check(ops: Sequence[Operation]) -> str | None:
     return None
 
 
-def mask_strides(mask: SSAValue, scores: Sequence[int]) -> tuple[int, int] | None:
-    """`(batch stride, row stride)` of an additive attention mask added to
-    batch matmul scores of shape [B, R, S] (numpy broadcasting), its rows
-    contiguous: 0 along the axes it is broadcast along; None when it is not
-    a mask byoc_rt_softmax and byoc_rt_attention read (it widens the scores,
-    or is broadcast along the keys)."""
+def mask_layout(mask: SSAValue, scores: Sequence[int]) -> tuple[int, int, int] | None:
+    """`(group, product stride, row stride)` of an additive attention mask
+    added to batch matmul scores of shape [*products, R, S] (numpy
+    broadcasting; [B, R, S], or [B, H, R, S] when the products are B batches
+    of H heads), as byoc_rt_heads takes it: product p reads the mask at
+    (p / group) * product stride, its rows `row stride` apart (0: one row
+    for all). The mask may vary along the first products axes only (a mask
+    per batch, [B, 1, 1, S]: group H) and along the rows; None when it is
+    not such a mask (it varies along the heads but not the batches, is
+    broadcast along the keys, or widens the scores)."""
     shape = _shape(mask)
-    if len(shape) > 3:
+    if len(shape) > len(scores):
         return None
-    batch, rows, keys = (1,) * (3 - len(shape)) + shape
-    if keys != scores[2] or rows not in (1, scores[1]) or batch not in (1, scores[0]):
+    *outer, rows, keys = (1,) * (len(scores) - len(shape)) + shape
+    *products, scores_rows, scores_keys = scores
+    if keys != scores_keys or rows not in (1, scores_rows):
         return None
-    return (rows * keys if batch > 1 else 0), (keys if rows > 1 else 0)
+    varying = 0  # the mask follows the first `varying` products axes, then is broadcast
+    while varying < len(products) and outer[varying] == products[varying]:
+        varying += 1
+    if any(size != 1 for size in outer[varying:]):
+        return None
+    if math.prod(products[:varying]) == 1:
+        return 1, 0, (keys if rows > 1 else 0)  # one matrix for every product
+    return math.prod(products[varying:]), rows * keys, (keys if rows > 1 else 0)
 
 
 def batch_matmul_mask_softmax_check(ops: Sequence[Operation]) -> str | None:
     """Attention's scores, an additive mask and their softmax: the mask (the
-    add's second operand) broadcast over the products and rows of the scores
-    at most, and the softmax along the rows, run on each product's rows
-    after it with the mask's rows added first."""
-    if reason := batch_matmul_softmax_check([ops[0], ops[2]]):
+    add's other operand) broadcast over the products and rows of the scores
+    at most (`mask_layout`), and the softmax along the rows, run on each
+    product's rows after it with the mask's rows added first."""
+    return _masked_softmax_reason(ops[0], ops[0].results[0], ops[1], ops[2])
+
+
+def batch_matmul_heads_mask_softmax_check(ops: Sequence[Operation]) -> str | None:
+    """`batch_matmul_add_softmax` on the scores reshaped to [B, H, R, S] (a
+    mask per batch, [B, 1, 1, S], that byoc-simplify cannot move onto the
+    3-d scores): the reshape only splits the products."""
+    product, reshape = ops[0].results[0], ops[1].results[0]
+    if len(_shape(reshape)) < 3 or _shape(reshape)[-2:] != _shape(product)[-2:]:
+        return "the reshape changes the scores' rows"
+    return _masked_softmax_reason(ops[0], reshape, ops[2], ops[3])
+
+
+def _masked_softmax_reason(
+    product: Operation, scores: SSAValue, add: Operation, softmax: Operation
+) -> str | None:
+    if reason := batch_matmul_softmax_check([product, softmax]):
         return reason
-    if reason := _float32(ops[1]):
+    if reason := _float32(add):
         return reason
-    scores = ops[0].results[0]
-    mask = ops[1].operands[1] if ops[1].operands[0] is scores else ops[1].operands[0]
-    if mask_strides(mask, _shape(scores)) is None:
+    mask = add.operands[1] if add.operands[0] is scores else add.operands[0]
+    if _shape(add.results[0]) != _shape(scores):
+        return (
+            f"the mask {'x'.join(map(str, _shape(mask)))} widens the scores "
+            f"{'x'.join(map(str, _shape(scores)))}"
+        )
+    if mask_layout(mask, _shape(scores)) is None:
         return (
             f"the mask {'x'.join(map(str, _shape(mask)))} is not broadcast along the "
             f"scores' products and rows only"
@@ -784,6 +819,14 @@ def _composites() -> tuple[Composite, ...]:
             (add,),
         )
     )
+    patterns.append(
+        Composite(
+            "batch_matmul_heads_add_softmax",
+            (relay.BatchMatmulOp.name, relay.ReshapeOp.name, add, relay.SoftmaxOp.name),
+            batch_matmul_heads_mask_softmax_check,
+            (add,),
+        )
+    )
     return tuple(patterns)
 
 
@@ -798,7 +841,9 @@ dense followed by a bias and gelu or a residual add (`dense_bias_gelu`,
 batch matmul followed by a softmax along its rows (`batch_matmul_softmax`:
 attention's scores, each product's rows normalised by the thread that
 computed them, in its cache), with an additive attention mask added to the
-scores first (`batch_matmul_add_softmax`: transformers' exports)."""
+scores first (`batch_matmul_add_softmax`: transformers' exports; and
+`batch_matmul_heads_add_softmax`, the scores reshaped to [B, H, R, S] for a
+mask per batch)."""
 
 
 # ---------------------------------------------------------------------------
@@ -828,8 +873,8 @@ class Epilogue:
     mask: SSAValue | None = None
     """An additive attention mask added to a batch_matmul's scores before their
     softmax, read in place (through the reshapes `mask_chain`)."""
-    mask_strides: tuple[int, int] = (0, 0)
-    """The mask's batch and row strides over the scores (`mask_strides`)."""
+    mask_layout: tuple[int, int, int] = (1, 0, 0)
+    """The mask's group, product and row strides over the scores (`mask_layout`)."""
     mask_chain: list[Operation] = field(default_factory=list[Operation])
 
     def __bool__(self) -> bool:
@@ -873,9 +918,13 @@ class Step:
     pool: Operation | None = None
     """A pool of a conv2d_packed's output (after its epilogue), computed with
     it by byoc_rt_conv2d_pool2d (`_pools_with`); `result` is the pool's."""
+    regroup: list[Operation] = field(default_factory=list[Operation])
+    """Reshapes splitting a batch matmul's products ([B*H, R, S] scores to
+    [B, H, R, S]) before a mask per batch and the softmax fused after them:
+    the same bytes, written in place."""
 
     def reads(self) -> list[SSAValue]:
-        chain = {self.op.results[0], *(o.results[0] for o in self.fused)}
+        chain = {self.op.results[0], *(o.results[0] for o in (*self.fused, *self.regroup))}
         operands = list(self.op.operands)
         if self.shuffle is not None:
             operands[0] = self.shuffle[0]
@@ -1008,8 +1057,12 @@ def plan_steps(
                 step.views = [operand_view(v, inside) for v in op.operands]
                 if (out := result_view(op.results[0], inside)) is not None:
                     step.result, step.out_view = out[0], out[1:]
-                    steps.append(step)  # nothing fuses after it
-                    continue
+                    if _regroups_scores(op, out):
+                        step.regroup = _view_chain(step.result, op.results[0])
+                        step.out_view = None  # a mask and a softmax fuse after it
+                    else:
+                        steps.append(step)  # nothing fuses after it
+                        continue
         else:
             raise CodegenError(
                 f"error: cblas cannot generate code for '{op.name}' in "
@@ -1027,6 +1080,20 @@ def plan_steps(
             )
     aliases, views = _check_shuffles(function, shuffles, steps, returned)
     return _fuse_attention(steps, returned), aliases, views
+
+
+def _regroups_scores(product: Operation, out: tuple[SSAValue, int, int]) -> bool:
+    """Whether `out` (the end of `product`'s result view) is the scores with
+    their products split by reshapes alone (the same bytes), read only by the
+    add of an attention mask: `batch_matmul_heads_add_softmax`."""
+    end, batch_stride, ld = out
+    batch, rows, keys = _shape(product.results[0])
+    return (
+        _only_reshapes(end)
+        and _shape(end)[-2:] == (rows, keys)
+        and (batch_stride in (0, rows * keys)) and ld == keys
+        and isinstance(_single_use(end), relay.AddOp)
+    )
 
 
 def _fuse_attention(steps: list[Step], returned: set[SSAValue]) -> list[Step]:
@@ -1055,7 +1122,7 @@ def _is_attention(scores: Step, step: Step, returned: set[SSAValue]) -> bool:
         and scores.epilogue.softmax
         and scores.out_view is None
         and not step.epilogue
-        and second.operands[0] is scores.result
+        and _first_operand(step) is scores.result
         and len(list(scores.result.uses)) == 1
         and scores.result not in returned
     ):
@@ -1065,6 +1132,15 @@ def _is_attention(scores: Step, step: Step, returned: set[SSAValue]) -> bool:
         return False
     batch = _shape(second.results[0])[0]
     return all(_shape(v)[0] == batch for v in (*first.operands, *second.operands))
+
+
+def _first_operand(step: Step) -> SSAValue:
+    """A batch matmul step's first operand, or the value it reads in place
+    if that is the same bytes (reshapes alone: [B, H, R, S] probabilities)."""
+    value = step.op.operands[0]
+    if step.views and step.views[0] is not None and _only_reshapes(value):
+        return step.views[0][0]
+    return value
 
 
 def _view_chain(value: SSAValue, end: Step | SSAValue) -> list[Operation]:
@@ -1124,6 +1200,7 @@ def _check_shuffles(
         if step.out_view is not None:
             read_in_place.update(_view_chain(step.result, step))
         read_in_place.update(step.epilogue.mask_chain)
+        read_in_place.update(step.regroup)
         if step.shuffle is None:
             continue
         last = step.op.operands[0].owner
@@ -1194,10 +1271,10 @@ def _add_epilogue(
         while isinstance(mask.owner, relay.ReshapeOp) and len(list(mask.uses)) == 1:
             chain.append(mask.owner)  # a reshape keeps the bytes in order: read in place
             mask = mask.owner.operands[0]
-        strides = mask_strides(op.operands[1], _shape(product.results[0]))
-        if strides is None or (defined_before is not None and not defined_before(mask, product)):
+        layout = mask_layout(op.operands[1], _shape(op.results[0]))
+        if layout is None or (defined_before is not None and not defined_before(mask, product)):
             return False
-        epilogue.mask, epilogue.mask_strides, epilogue.mask_chain = mask, strides, chain
+        epilogue.mask, epilogue.mask_layout, epilogue.mask_chain = mask, layout, chain
         return True
     if op.name == relay.ReluOp.name:
         epilogue.relu = True
@@ -1563,15 +1640,10 @@ class Mask:
     strides over the scores' products and rows (0 where broadcast)."""
 
     ref: Ref
-    batch_stride: int
+    group: int
+    """Products sharing one matrix of the mask (`mask_layout`)."""
+    product_stride: int
     row_stride: int
-
-
-def _mask_at(mask: Mask | None, batch: Index, row: Index) -> Mask | None:
-    """`mask` from product `batch`'s row `row` on."""
-    if mask is None:
-        return None
-    return replace(mask, ref=mask.ref.at(batch * mask.batch_stride + row * mask.row_stride))
 
 
 def _size(index: Index) -> int | None:
@@ -1920,7 +1992,7 @@ class FunctionEmitter:
                 with self.b.loop(batch, parallel=True) as i:
                     self.blas(g.shifted(i, strides))
                     if softmax:
-                        self.softmax_rows(g.shifted(i, strides).c, m, n, _mask_at(mask, i, 0))
+                        self.softmax_rows(g.shifted(i, strides).c, m, n, self._mask_at(mask, i, 0))
                 return False
             along_columns = n >= m and not softmax
             size = n if along_columns else m
@@ -1934,16 +2006,15 @@ class FunctionEmitter:
                         self.blas(g.rows(start, stop))
                         rows, cols = (start, stop), (0, n)
                         if softmax:
-                            self.softmax_rows(
-                                g.rows(start, stop).c, stop - start, n, _mask_at(mask, 0, start)
-                            )
+                            mask_rows = self._mask_at(mask, 0, start)
+                            self.softmax_rows(g.rows(start, stop).c, stop - start, n, mask_rows)
                     if epilogue is not None:
                         self.epilogue_block(g.c, g.ldc, rows, cols, epilogue)
                 return epilogue is not None
         with self.b.loop(batch) as i:
             self.blas(g.shifted(i, strides))
             if softmax:
-                self.softmax_rows(g.shifted(i, strides).c, m, n, _mask_at(mask, i, 0))
+                self.softmax_rows(g.shifted(i, strides).c, m, n, self._mask_at(mask, i, 0))
         return False
 
     def softmax_rows(self, c: Ref, rows: Index, length: int, mask: Mask | None = None) -> None:
@@ -2010,7 +2081,7 @@ class FunctionEmitter:
         sc, ldc = step.out_view or (m * n, n)
         stacked = sa == x_shape[1] * lda and sc == m * ldc
         # One y for every batch: stack x's rows (if they share one mask row).
-        one_mask_row = mask is None or (mask.batch_stride, mask.row_stride) == (0, 0)
+        one_mask_row = mask is None or (mask.product_stride, mask.row_stride) == (0, 0)
         if y_shape[0] == 1 and not ta and stacked and one_mask_row:
             g = Gemm(a, b, out, False, tb, x_shape[0] * m, n, k, lda, ldb, ldc)
             return self.gemm(g, epilogue=epilogue, softmax=softmax, mask=mask)
@@ -2024,7 +2095,22 @@ class FunctionEmitter:
         ep = step.epilogue
         if ep.mask is None:
             return None
-        return Mask(replace(self.refs[ep.mask], readonly=True), *ep.mask_strides)
+        return Mask(replace(self.refs[ep.mask], readonly=True), *ep.mask_layout)
+
+    def _mask_at(self, mask: Mask | None, product: Index, row: Index) -> Mask | None:
+        """`mask` from product `product`'s row `row` on (products in groups of
+        `mask.group` share one matrix: a division in the C)."""
+        if mask is None:
+            return None
+        first = product
+        if mask.group > 1 and mask.product_stride:
+            if (known := _size(product)) is not None:
+                first = known // mask.group
+            else:
+                group = self.b.i64(mask.group)
+                first = Affine.of(self.b.value(EmitC_DivOp(self.b.index(product), group, i64)))
+        offset = first * mask.product_stride + row * mask.row_stride
+        return replace(mask, ref=mask.ref.at(offset))
 
     def _operand_places(self, step: Step, which: Sequence[int] = (0, 1)) -> list[tuple[Ref, int, int]]:
         """`(where, batch stride, leading dimension)` of a batch matmul step's
@@ -2052,7 +2138,9 @@ class FunctionEmitter:
         keys, depth = _shape(step.scores.op.operands[1])[1:]
         so, ldo = step.out_view or (rows * width if heads > 1 else 0, width)
         mask = self._mask(step.scores)
-        mask_fields = (1, 0, 0) if mask is None else (1, mask.batch_stride, mask.row_stride)
+        mask_fields = (1, 0, 0)
+        if mask is not None:
+            mask_fields = (mask.group, mask.product_stride, mask.row_stride)
         fields = (heads, rows, keys, depth, width, sq, ldq, sk, ldk, sv, ldv, so, ldo, *mask_fields)
         name = f"{self.function.sym_name.data}_heads_{len(self.globals)}"
         self.globals.append(

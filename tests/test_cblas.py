@@ -742,8 +742,6 @@ def test_masked_attention_is_one_call(batch, seq, keys, depth, width, mask):
     """softmax(q k^T + mask) v in one byoc_rt_attention call, the mask read in
     place with its strides (0 where broadcast), the same on 1, 2 and 3
     threads."""
-    from byoc.runtime import libbyoc
-
     module = masked_scores((batch, seq, depth), (batch, keys, depth), mask, (batch, keys, width))
     model = byoc.compile(module, targets=["cblas"])
     source = model.c_source
@@ -755,11 +753,19 @@ def test_masked_attention_is_one_call(batch, seq, keys, depth, width, mask):
     assert [int(f) for f in fields.group(1).split(", ")][-3:] == [
         1, head, keys if padded[1] > 1 else 0,
     ]
+    check_masked_on_threads(model, module, query_scale=20.0)  # most exponentials underflow
+
+
+def check_masked_on_threads(model, module, query_scale: float = 1.0) -> None:
+    """`model` against the reference with masks of -10000 and -inf (rows
+    masked whole NaN in both), on 1, 2 and 3 threads."""
+    from byoc.runtime import libbyoc
+
     before = libbyoc.threads()
     try:
         for fill in (-10000.0, -np.inf):
             args = masked_inputs(module, fill)
-            args[0] = args[0] * np.float32(20.0)  # most exponentials underflow
+            args[0] = args[0] * np.float32(query_scale)
             (want,) = byoc.run_reference(module, args)
             for threads in (1, 2, 3):
                 libbyoc.set_threads(threads)
@@ -770,12 +776,89 @@ def test_masked_attention_is_one_call(batch, seq, keys, depth, width, mask):
         libbyoc.set_threads(before)
 
 
+def heads_masked(batch, heads, seq, keys, depth, width, mask, values: bool = True):
+    """A BERT layer's attention at batch `batch` with a mask per batch, as
+    byoc-simplify leaves it ([B, 1, 1, S] varies along the batches the
+    scores' reshape splits): scores [B*H, R, S] reshaped to [B, H, R, S],
+    the mask added, softmax, reshaped back for the values' product."""
+
+    def body(e: Emit, q, k, m, *v):
+        scores = e(relay.ReshapeOp(e(relay.BatchMatmulOp(q, k)), (batch, heads, seq, keys)))
+        probs = e(relay.SoftmaxOp(e(relay.AddOp(scores, m)), axis=3))
+        if not v:
+            return probs
+        flat = e(relay.ReshapeOp(probs, (batch * heads, seq, keys)))
+        return e(relay.BatchMatmulOp(flat, v[0], transpose_b=False))
+
+    products = batch * heads
+    shapes = [(products, seq, depth), (products, keys, depth), mask]
+    return build(shapes + ([(products, keys, width)] if values else []), body)
+
+
+HEADS_MASKED = [
+    # batch, heads, seq, keys, depth, width, mask
+    (2, 3, 5, 7, 4, 9, (2, 1, 1, 7)),
+    (3, 2, 13, 33, 16, 20, (3, 1, 13, 33)),
+    (2, 12, 16, 16, 64, 64, (2, 1, 1, 16)),
+    (2, 3, 5, 7, 4, 9, (2, 3, 5, 7)),
+]
+
+
+@pytest.mark.parametrize("batch, heads, seq, keys, depth, width, mask", HEADS_MASKED)
+def test_a_mask_per_batch_is_one_attention_call(batch, heads, seq, keys, depth, width, mask):
+    """A mask row per batch ([B, 1, 1, S]) over scores split into B batches
+    of H heads: one byoc_rt_attention call, H heads sharing a mask
+    (`mask_group`), on 1, 2 and 3 threads."""
+    module = heads_masked(batch, heads, seq, keys, depth, width, mask)
+    model = byoc.compile(module, targets=["cblas"])
+    source = model.c_source
+    assert source.count("byoc_rt_attention(") == 1 and "sgemm" not in source
+    fields = re.search(r"static const byoc_rt_heads \w+ = \{([^}]*)\};", source)
+    assert fields is not None
+    per_head = mask[1] == heads
+    rows = mask[2] > 1
+    assert [int(f) for f in fields.group(1).split(", ")][-3:] == [
+        1 if per_head else heads, (seq if rows else 1) * keys, keys if rows else 0,
+    ]
+    check_masked_on_threads(model, module)
+
+
+@pytest.mark.parametrize("parallel_code", ["1", "0"])
+def test_a_mask_per_batch_before_a_returned_softmax(monkeypatch, parallel_code):
+    """Without the values' product: each product's softmax reads its batch's
+    mask, product / heads matrices on (a division in the C)."""
+    monkeypatch.setenv("BYOC_PARALLEL", parallel_code)
+    module = heads_masked(3, 4, 9, 20, 64, 0, (3, 1, 1, 20), values=False)
+    model = byoc.compile(module, targets=["cblas"])
+    on_cblas(model, "relay.nn.batch_matmul", "relay.reshape", "relay.add", "relay.nn.softmax")
+    assert "byoc_rt_softmax(" in model.c_source and " / 4" in model.c_source
+    for fill in (-10000.0, -np.inf):
+        args = masked_inputs(module, fill)
+        (want,) = byoc.run_reference(module, args)
+        got = model(*args)
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+def test_a_mask_per_head_the_same_for_every_batch_stays_apart():
+    """[1, H, 1, S] over B > 1 batches of H heads: no (group, stride) reads
+    it; the pattern declines and the answer is the same."""
+    module = heads_masked(2, 3, 5, 7, 4, 9, (1, 3, 1, 7))
+    assert reasons(module, ["cblas"])["relay.add"][0] == (
+        "cblas: pattern batch_matmul_heads_add_softmax declined: the mask 1x3x1x7 is not "
+        "broadcast along the scores' products and rows only"
+    )
+    model = check(module, ["cblas", "ccompiler"])
+    assert "byoc_rt_attention" not in model.sources["cblas.c"]
+
+
 @pytest.mark.parametrize(
     "scores, mask, why",
     [
-        ((2, 4, 6), (4, 1), "4x1"),
-        ((1, 4, 6), (3, 4, 6), "3x4x6"),
-        ((2, 4, 6), (1, 2, 4, 6), "1x2x4x6"),
+        ((2, 4, 6), (4, 1), "the mask 4x1 is not broadcast along the scores' products and "
+         "rows only"),
+        ((1, 4, 6), (3, 4, 6), "the mask 3x4x6 widens the scores 1x4x6"),
+        ((2, 4, 6), (1, 2, 4, 6), "the mask 1x2x4x6 widens the scores 2x4x6"),
     ],
     ids=["along_keys", "widening", "rank_4"],
 )
@@ -785,8 +868,7 @@ def test_masks_cblas_does_not_take_stay_apart(scores, mask, why):
     batch, rows, keys = scores
     module = masked_scores((batch, rows, 3), (batch, keys, 3), mask)
     assert reasons(module, ["cblas"])["relay.add"][0] == (
-        f"cblas: pattern batch_matmul_add_softmax declined: the mask {why} is not "
-        f"broadcast along the scores' products and rows only"
+        f"cblas: pattern batch_matmul_add_softmax declined: {why}"
     )
     model = check(module, ["cblas", "ccompiler"])
     assert re.search(r"extern.call @ccompiler_\d+\(%\d+, %2\)", host_ir(model))  # the add
