@@ -67,13 +67,16 @@ CONVS = [
     # chunk is a block and a range, where smaller ranges' chunks take every
     # block); 64 tiles of
     # 40 channels (F(4x4): blocks of 48 and 16 tiles, output rows of 30
-    # ending mid tile).
+    # ending mid tile); F(4x4)'s tile rows of 7 read two at a time (an odd
+    # count of them: the last vector's second row is past the image; F(2x2)'s
+    # tile rows of 3 on the 5x5 image are read four at a time).
     ((2, 10, 13, 9), 19, (3, 3), (1, 1), (0, 1, 2, 1), (1, 1), 1, "bias_add_relu"),
     ((1, 40, 30, 30), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_add_relu"),
     ((1, 16, 6, 103), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2, "bias_clip"),
     ((1, 16, 14, 14), 64, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "add"),
     ((1, 200, 5, 5), 9, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_relu"),
     ((1, 288, 13, 13), 96, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_relu"),
+    ((1, 12, 27, 25), 20, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "bias_add_relu"),
     # Grouped 1x1 convs (ShuffleNet's), every image and group in one loop of
     # the pool: two images of 4 groups of 5 outputs (a partial panel), and 3
     # groups of 16 outputs over rows of 10.

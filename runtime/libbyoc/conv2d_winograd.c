@@ -67,9 +67,9 @@ static inline void store_n(float *p, vec v, int64_t n) {
 #endif
 }
 
-/* The even and odd floats of the 32 at p (two vectors). */
-static inline void deinterleave(const float *p, vec *even, vec *odd) {
-  vec lo = load(p), hi = load(p + LANES);
+/* The even and odd floats of the 32 in x[0], x[1]. */
+static inline void deinterleave(const vec x[2], vec *even, vec *odd) {
+  vec lo = x[0], hi = x[1];
   *even = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   *odd = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
 }
@@ -84,7 +84,8 @@ typedef struct wino_job {
   int64_t pitch, plane; /* its row pitch and channel plane (floats) */
   int64_t cg, og, panels;
   int64_t m, xi;            /* outputs a tile is wide and high (2 or 4), patch positions ((m + 2)^2) */
-  int64_t tiles_w, tiles;   /* tiles per tile row, in all */
+  int64_t tiles_w, tiles;   /* tiles per tile row (as numbered), in all */
+  int64_t stack;            /* tile rows a vector of 16 tiles spans: 1, 2 or 4 */
   int64_t blocks, ranges, per_range; /* blocks of tiles, ranges of panels (wino_chunk) */
   int64_t v_stride;         /* floats between two input channels' rows of V (>= tiles of a block) */
   int64_t xi_stride;        /* floats between two positions' V (C v_stride, and a line) */
@@ -92,51 +93,11 @@ typedef struct wino_job {
   int failed;               /* a chunk found no scratch memory */
 } wino_job;
 
-/* V[xi][c][t - t0] = (B^T d B)[xi] of tile t's patch in channel c, for t in [t0, t1). */
-static void transform_input(const wino_job *j, int64_t t0, int64_t t1, float *v) {
-  int64_t stride_xi = j->xi_stride;
-  for (int64_t c = 0; c < j->cg; c++) {
-    const float *channel = j->copy + c * j->plane;
-    float *vc = v + c * j->v_stride;
-    for (int64_t t = t0; t < t1;) {
-      int64_t ty = t / j->tiles_w, tx = t % j->tiles_w;
-      int64_t n = min64(min64(LANES, j->tiles_w - tx), t1 - t);
-      const float *r = channel + 2 * ty * j->pitch + 2 * tx;
-      /* B^T along the columns first: rows of the patch combined. */
-      vec e[4][2], o[4][2]; /* e/o[row][shift]: even/odd floats from 2 tx (+2) */
-      for (int i = 0; i < 4; i++) {
-        deinterleave(r + i * j->pitch, &e[i][0], &o[i][0]);
-        deinterleave(r + i * j->pitch + 2, &e[i][1], &o[i][1]);
-      }
-      vec te[4][2], to[4][2];
-      for (int s = 0; s < 2; s++) {
-        te[0][s] = e[0][s] - e[2][s];
-        te[1][s] = e[1][s] + e[2][s];
-        te[2][s] = e[2][s] - e[1][s];
-        te[3][s] = e[1][s] - e[3][s];
-        to[0][s] = o[0][s] - o[2][s];
-        to[1][s] = o[1][s] + o[2][s];
-        to[2][s] = o[2][s] - o[1][s];
-        to[3][s] = o[1][s] - o[3][s];
-      }
-      /* Then along the rows: columns 2tx .. 2tx + 3 are e0, o0, e1, o1. */
-      float *dst = vc + (t - t0);
-      for (int i = 0; i < 4; i++) {
-        store_n(dst + (4 * i + 0) * stride_xi, te[i][0] - te[i][1], n);
-        store_n(dst + (4 * i + 1) * stride_xi, to[i][0] + te[i][1], n);
-        store_n(dst + (4 * i + 2) * stride_xi, te[i][1] - to[i][0], n);
-        store_n(dst + (4 * i + 3) * stride_xi, to[i][0] - to[i][1], n);
-      }
-      t += n;
-    }
-  }
-}
-
-/* The floats at 4 l + phase of the 64 at p, phases 0 to 3, for lanes l. */
-static inline void deinterleave4(const float *p, vec phase[4]) {
+/* The floats at 4 l + phase of the 64 in x[0 .. 3], phases 0 to 3, for lanes l. */
+static inline void deinterleave4(const vec x[4], vec phase[4]) {
   vec e0, o0, e1, o1;
-  deinterleave(p, &e0, &o0);          /* floats 0, 2, .. 30 and 1, 3, .. 31 */
-  deinterleave(p + 2 * LANES, &e1, &o1);
+  deinterleave(x, &e0, &o0);          /* floats 0, 2, .. 30 and 1, 3, .. 31 */
+  deinterleave(x + 2, &e1, &o1);
   phase[0] = __builtin_shufflevector(e0, e1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   phase[2] = __builtin_shufflevector(e0, e1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   phase[1] = __builtin_shufflevector(o0, o1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -156,47 +117,112 @@ static inline void bt6(const vec x[6], vec y[6]) {
   y[5] = 4.0f * x[1] - 5.0f * x[3] + x[5];
 }
 
-/* V[xi][c][t - t0] = (B^T d B)[xi] of tile t's 6x6 patch in channel c (F(4x4, 3x3)). */
-static void transform_input4(const wino_job *j, int64_t t0, int64_t t1, float *v) {
-  int64_t stride_xi = j->xi_stride;
+/* y = B^T x of F(2x2, 3x3): B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. */
+static inline void bt4(const vec x[4], vec y[4]) {
+  y[0] = x[0] - x[2];
+  y[1] = x[1] + x[2];
+  y[2] = x[2] - x[1];
+  y[3] = x[1] - x[3];
+}
+
+/* y = B^T x of F(m x m, 3x3). */
+static inline void bt(const int m, const vec *x, vec *y) {
+  if (m == 4)
+    bt6(x, y);
+  else
+    bt4(x, y);
+}
+
+/* The 16 m floats that 16 tiles' patch row starts at (m floats a tile), as m
+ * vectors: from row[0] alone (a run of tiles in one tile row), or from
+ * row[0 .. rows) (rows = 2 or 4 tile rows of 16 / rows tiles each). */
+static inline void patch_row_floats(const int m, int rows, const float *const row[4], int64_t at,
+                                    vec v[4]) {
+  if (rows == 1) {
+    for (int s = 0; s < m; s++)
+      v[s] = load(row[0] + at + s * LANES);
+  } else if (m * LANES / rows >= LANES) {
+    int per = m / rows; /* vectors a tile row gives */
+    for (int s = 0; s < m; s++)
+      v[s] = load(row[s / per] + at + s % per * LANES);
+  } else { /* F(2x2), 4 tile rows of 4 tiles: 8 floats each */
+    for (int s = 0; s < 2; s++)
+      v[s] = __builtin_shufflevector(load(row[2 * s] + at), load(row[2 * s + 1] + at), 0, 1, 2, 3,
+                                     4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+  }
+}
+
+/* V[xi][c][t - t0] = (B^T d B)[xi] of tile t's (m + 2)^2 patch d in channel c,
+ * for t in [t0, t1). A vector holds a run of tiles: up to 16 of one tile row
+ * or, where tile rows are 8 or 4 tiles (j->stack 2 or 4; tiles numbered as if
+ * rows were that long), 16 of 2 or 4 tile rows, read as one. Runs of a tile
+ * row alone filled 4 of 16 lanes at 14x14 by F(4x4) and 7 at 28x28, and
+ * the transform's arithmetic was done 4 and 2-3 times per 16 tiles. */
+static inline __attribute__((always_inline)) void
+transform_patches(const int m, const int stack, const wino_job *j, int64_t t0, int64_t t1,
+                  float *v) {
+  enum { MOST = 6 };
+  const int n = m + 2;
+  int64_t stride_xi = j->xi_stride, last_row = j->tiles / j->tiles_w - 1;
   for (int64_t c = 0; c < j->cg; c++) {
     const float *channel = j->copy + c * j->plane;
     float *vc = v + c * j->v_stride;
     for (int64_t t = t0; t < t1;) {
       int64_t ty = t / j->tiles_w, tx = t % j->tiles_w;
-      int64_t n = min64(min64(LANES, j->tiles_w - tx), t1 - t);
-      const float *r = channel + 4 * ty * j->pitch + 4 * tx;
-      /* B^T along the columns first: per column of the patch (4 tx + k, a
-       * vector over the tiles), its 6 rows combined. */
-      vec col[6][6]; /* col[k][i]: row i, column 4 tx + k */
-      for (int i = 0; i < 6; i++) {
-        vec ph[4], ph4[4];
-        deinterleave4(r + i * j->pitch, ph);
-        deinterleave4(r + i * j->pitch + 4, ph4);
-        col[0][i] = ph[0];
-        col[1][i] = ph[1];
-        col[2][i] = ph[2];
-        col[3][i] = ph[3];
-        col[4][i] = ph4[0];
-        col[5][i] = ph4[1];
+      int64_t lanes = min64(min64(LANES, j->tiles_w - tx), t1 - t);
+      const float *row[4];
+      for (int g = 0; g < stack; g++)
+        row[g] = channel + m * min64(ty + g, last_row) * j->pitch + m * tx;
+      if (stack > 1)
+        lanes = min64(LANES, t1 - t);
+      /* B^T along the columns first: per column k of the patches (a vector
+       * over the tiles), its rows combined. */
+      vec col[MOST][MOST]; /* col[k][i]: row i, column k */
+      for (int i = 0; i < n; i++) {
+        vec x[4] = {0}, ph[4]; /* x[2], x[3]: F(4x4) only */
+        /* Columns 0 .. m - 1 of each tile's patch, then m and m + 1. */
+        for (int shift = 0; shift < 2; shift++) {
+          patch_row_floats(m, stack, row, i * j->pitch + shift * m, x);
+          if (m == 4)
+            deinterleave4(x, ph);
+          else
+            deinterleave(x, &ph[0], &ph[1]);
+          for (int k = 0; k < (shift == 0 ? m : 2); k++)
+            col[shift * m + k][i] = ph[k];
+        }
       }
-      vec rows[6][6]; /* rows[a][k]: (B^T d)[a] at column k */
-      for (int k = 0; k < 6; k++) {
-        vec y[6];
-        bt6(col[k], y);
-        for (int a = 0; a < 6; a++)
+      vec rows[MOST][MOST]; /* rows[a][k]: (B^T d)[a] at column k */
+      for (int k = 0; k < n; k++) {
+        vec y[MOST];
+        bt(m, col[k], y);
+        for (int a = 0; a < n; a++)
           rows[a][k] = y[a];
       }
       /* Then along the rows. */
       float *dst = vc + (t - t0);
-      for (int a = 0; a < 6; a++) {
-        vec y[6];
-        bt6(rows[a], y);
-        for (int b = 0; b < 6; b++)
-          store_n(dst + (6 * a + b) * stride_xi, y[b], n);
+      for (int a = 0; a < n; a++) {
+        vec y[MOST];
+        bt(m, rows[a], y);
+        for (int b = 0; b < n; b++)
+          store_n(dst + (n * a + b) * stride_xi, y[b], lanes);
       }
-      t += n;
+      t += lanes;
     }
+  }
+}
+
+/* transform_patches of j's m and stack, both constants there: a branch on the
+ * stack in its inner loop made ResNet-50's 64-channel conv at 56x56 (runs of
+ * whole tile rows) 2% slower. */
+static void transform_input(const wino_job *j, int64_t t0, int64_t t1, float *v) {
+  int variant = (j->m == 4 ? 3 : 0) + (j->stack == 4 ? 2 : j->stack == 2 ? 1 : 0);
+  switch (variant) {
+  case 0: transform_patches(2, 1, j, t0, t1, v); break;
+  case 1: transform_patches(2, 2, j, t0, t1, v); break;
+  case 2: transform_patches(2, 4, j, t0, t1, v); break;
+  case 3: transform_patches(4, 1, j, t0, t1, v); break;
+  case 4: transform_patches(4, 2, j, t0, t1, v); break;
+  default: transform_patches(4, 4, j, t0, t1, v); break;
   }
 }
 
@@ -364,10 +390,7 @@ static void transform_output4(const wino_job *j, int64_t o0, int64_t rows, int64
 static void wino_block(const wino_job *j, int64_t block, int64_t p0, int64_t p1, float *v) {
   int64_t t0 = block * j->v_stride, t1 = min64(j->tiles, t0 + j->v_stride);
   float *m = v + j->xi * j->xi_stride;
-  if (j->m == 4)
-    transform_input4(j, t0, t1, v);
-  else
-    transform_input(j, t0, t1, v);
+  transform_input(j, t0, t1, v);
   wino_product_fn product = wino_products[ceil_div(t1 - t0, LANES)];
   int64_t u_stride = j->xi * WINO_MR; /* floats between two input channels' weights */
   const float *u = j->weight + j->group * j->panels * j->cg * u_stride;
@@ -452,8 +475,10 @@ static void wino_pad(void *context, int64_t index) {
 }
 
 /* The runs of tiles the input transform of tiles [t0, t1) takes: a run
- * ends with its tile row or 16 tiles. */
+ * ends with its tile row (with its 2 or 4 stacked ones) or 16 tiles. */
 static int64_t input_runs(const wino_job *j, int64_t t0, int64_t t1) {
+  if (j->stack > 1)
+    return ceil_div(t1 - t0, LANES);
   int64_t runs = 0;
   for (int64_t t = t0; t < t1; runs++)
     t += min64(min64(LANES, j->tiles_w - t % j->tiles_w), t1 - t);
@@ -469,9 +494,10 @@ static int64_t input_runs(const wino_job *j, int64_t t0, int64_t t1) {
  * Inception v2's 128 -> 192 by F(4x4)). Within 3% of the best, more chunks
  * win: they absorb a thread that comes late. A fixed count of chunks a
  * thread (four) transformed each block of ResNet-50's 256-channel convs at
- * 14x14 4 times at 2 threads; and F(4x4) at 14x14, one block of 16 tiles in
- * 4 runs of 4, spent more on transforming than splitting saved (Inception
- * v2's 128 -> 192: 343 us at 1 thread; at 2, 261 in 4 ranges, 210 in 2). */
+ * 14x14 4 times at 2 threads; and F(4x4) at 14x14, one block of 16 tiles
+ * (then transformed in 4 runs of 4), spent more on transforming than
+ * splitting saved (Inception v2's 128 -> 192: 343 us at 1 thread; at 2, 261
+ * in 4 ranges, 210 in 2). */
 static int64_t wino_ranges(const wino_job *j, int64_t threads) {
   enum { MOST = 16 };
   int64_t per_run = j->m == 4 ? 36 : 9;
@@ -527,7 +553,14 @@ int32_t byoc_winograd_conv2d(const byoc_rt_conv *cv, const float *data, const fl
   };
   j.xi = (j.m + 2) * (j.m + 2);
   j.panels = ceil_div(j.og, WINO_MR);
+  /* Tile rows of up to 4 (8) tiles are numbered as if 4 (8) long, 4 (2) of
+   * them a vector (transform_patches); the extra tiles' outputs are past the
+   * output's width and not stored. The products take as many vectors (28x28
+   * by F(4x4): 49 tiles or 56, 4 vectors). */
   j.tiles_w = ceil_div(cv->out_width, j.m);
+  j.stack = j.tiles_w <= 4 ? 4 : j.tiles_w <= 8 ? 2 : 1;
+  if (j.stack > 1)
+    j.tiles_w = LANES / j.stack;
   j.tiles = ceil_div(cv->out_height, j.m) * j.tiles_w;
   /* The copy holds every tile's patch (and the image at its padding). */
   j.pitch = max64(cv->width + cv->pad_left, j.m * j.tiles_w + 2);
