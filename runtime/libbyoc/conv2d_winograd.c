@@ -273,52 +273,10 @@ WINO_PRODUCT(3)
 static const wino_product_fn wino_products[WINO_NV + 1] = {NULL, wino_product_1, wino_product_2,
                                                            wino_product_3};
 
-/* Output channels [o0, o0 + rows) at tiles [t0, t1) from m ([16][8][48]):
- * A^T M A, then bias, residual and activation, stored 2x2 a tile. */
-static void transform_output(const wino_job *j, int64_t o0, int64_t rows, int64_t t0, int64_t t1,
-                             const float *m) {
-  const byoc_rt_conv *cv = j->cv;
-  int64_t oh = cv->out_height, ow = cv->out_width, plane = oh * ow;
-  int64_t out_at = (j->image * cv->out_channels + j->group * j->og + o0) * plane;
-  float y[2][2][WINO_NT + LANES]; /* y[a][b][t - t0]: output (2 ty + a, 2 tx + b) */
-  for (int64_t r = 0; r < rows; r++) {
-    const float *mr = m + r * WINO_NT;
-    for (int64_t q = 0; q < t1 - t0; q += LANES) {
-      vec s[4][2];
-      for (int i = 0; i < 4; i++) {
-        const float *mi = mr + 4 * i * WINO_MR * WINO_NT + q;
-        vec m0 = load(mi), m1 = load(mi + WINO_MR * WINO_NT);
-        vec m2 = load(mi + 2 * WINO_MR * WINO_NT), m3 = load(mi + 3 * WINO_MR * WINO_NT);
-        s[i][0] = m0 + m1 + m2;
-        s[i][1] = m1 - m2 - m3;
-      }
-      for (int b = 0; b < 2; b++) {
-        store(y[0][b] + q, s[0][b] + s[1][b] + s[2][b]);
-        store(y[1][b] + q, s[1][b] - s[2][b] - s[3][b]);
-      }
-    }
-    float bias = j->e.bias != NULL ? j->e.bias[j->group * j->og + o0 + r] : 0.0f;
-    float *out = j->out + out_at + r * plane;
-    const float *residual = j->e.residual != NULL ? j->e.residual + out_at + r * plane : NULL;
-    /* Row by row of tiles: 8 tiles' two columns interleaved into 16 outputs. */
-    for (int64_t t = t0; t < t1;) {
-      int64_t ty = t / j->tiles_w, tx = t % j->tiles_w;
-      int64_t n = min64(j->tiles_w - tx, t1 - t);
-      for (int a = 0; a < 2 && 2 * ty + a < oh; a++) {
-        int64_t row = (2 * ty + a) * ow;
-        for (int64_t i = 0; i < n; i += LANES / 2) {
-          int64_t x = 2 * (tx + i), count = min64(LANES, ow - x);
-          vec lo = load(y[a][0] + (t - t0) + i), hi = load(y[a][1] + (t - t0) + i);
-          vec z = __builtin_shufflevector(lo, hi, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-          z += bias;
-          if (residual != NULL)
-            z += load_n(residual + row + x, count);
-          store_n(out + row + x, act_vector(&j->e, z), min64(count, 2 * (n - i)));
-        }
-      }
-      t += n;
-    }
-  }
+/* y = A^T x of F(2x2, 3x3): A^T = [1 1 1 0; 0 1 -1 -1]. */
+static inline void at4(const vec x[4], vec y[2]) {
+  y[0] = x[0] + x[1] + x[2];
+  y[1] = x[1] - x[2] - x[3];
 }
 
 /* y = A^T x of F(4x4, 3x3): A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0;
@@ -331,59 +289,85 @@ static inline void at6(const vec x[6], vec y[4]) {
   y[3] = q + 8.0f * w + x[5];
 }
 
-/* Output channels [o0, o0 + rows) at tiles [t0, t1) from m ([36][8][48]) of
- * F(4x4, 3x3): A^T M A, then bias, residual and activation, stored 4x4 a tile. */
-static void transform_output4(const wino_job *j, int64_t o0, int64_t rows, int64_t t0, int64_t t1,
-                              const float *m) {
+/* y = A^T x of F(m x m, 3x3). */
+static inline void at(const int m, const vec *x, vec *y) {
+  if (m == 4)
+    at6(x, y);
+  else
+    at4(x, y);
+}
+
+/* 16 / m tiles' outputs of one row, side by side: y[b][at + i] is tile i's
+ * column b. */
+static inline vec tile_columns(const int m, float *const y[4], int64_t at) {
+  vec c0 = load(y[0] + at), c1 = load(y[1] + at);
+  vec lo = __builtin_shufflevector(c0, c1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  if (m == 2)
+    return lo;
+  vec c2 = load(y[2] + at), c3 = load(y[3] + at);
+  vec hi = __builtin_shufflevector(c2, c3, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  return __builtin_shufflevector(lo, hi, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23);
+}
+
+/* Output channels [o0, o0 + rows) at tiles [t0, t1) from m ([(m + 2)^2][8][48]):
+ * A^T M A, then bias, residual and activation, stored m x m a tile. */
+static inline __attribute__((always_inline)) void
+transform_tiles(const int m, const wino_job *j, int64_t o0, int64_t rows, int64_t t0, int64_t t1,
+                const float *mm) {
+  enum { MOST = 6 };
+  const int n = m + 2;
   const byoc_rt_conv *cv = j->cv;
   int64_t oh = cv->out_height, ow = cv->out_width, plane = oh * ow;
   int64_t out_at = (j->image * cv->out_channels + j->group * j->og + o0) * plane;
-  float y[4][4][WINO_NT + LANES]; /* y[a][b][t - t0]: output (4 ty + a, 4 tx + b) */
+  float y[4][4][WINO_NT + LANES]; /* y[a][b][t - t0]: output (m ty + a, m tx + b) */
   for (int64_t r = 0; r < rows; r++) {
-    const float *mr = m + r * WINO_NT;
+    const float *mr = mm + r * WINO_NT;
     for (int64_t q = 0; q < t1 - t0; q += LANES) {
-      vec s[6][4]; /* s[k][b]: (M A)[k][b] */
-      for (int k = 0; k < 6; k++) {
-        vec x[6];
-        for (int i = 0; i < 6; i++)
-          x[i] = load(mr + (6 * k + i) * WINO_MR * WINO_NT + q);
-        at6(x, s[k]);
+      vec s[MOST][4]; /* s[k][b]: (M A)[k][b] */
+      for (int k = 0; k < n; k++) {
+        vec x[MOST];
+        for (int i = 0; i < n; i++)
+          x[i] = load(mr + (n * k + i) * WINO_MR * WINO_NT + q);
+        at(m, x, s[k]);
       }
-      for (int b = 0; b < 4; b++) {
-        vec x[6], z[4];
-        for (int k = 0; k < 6; k++)
+      for (int b = 0; b < m; b++) {
+        vec x[MOST], z[4];
+        for (int k = 0; k < n; k++)
           x[k] = s[k][b];
-        at6(x, z);
-        for (int a = 0; a < 4; a++)
+        at(m, x, z);
+        for (int a = 0; a < m; a++)
           store(y[a][b] + q, z[a]);
       }
     }
     float bias = j->e.bias != NULL ? j->e.bias[j->group * j->og + o0 + r] : 0.0f;
     float *out = j->out + out_at + r * plane;
     const float *residual = j->e.residual != NULL ? j->e.residual + out_at + r * plane : NULL;
-    /* Row by row of tiles: 4 tiles' four columns interleaved into 16 outputs. */
+    /* Row by row of tiles: 16 / m tiles' m columns interleaved into 16 outputs. */
     for (int64_t t = t0; t < t1;) {
       int64_t ty = t / j->tiles_w, tx = t % j->tiles_w;
-      int64_t n = min64(j->tiles_w - tx, t1 - t);
-      for (int a = 0; a < 4 && 4 * ty + a < oh; a++) {
-        int64_t row = (4 * ty + a) * ow;
-        for (int64_t i = 0; i < n; i += LANES / 4) {
-          int64_t x = 4 * (tx + i), count = min64(LANES, ow - x);
-          const float *ya = y[a][0] + (t - t0) + i;
-          vec c0 = load(ya), c1 = load(y[a][1] + (t - t0) + i);
-          vec c2 = load(y[a][2] + (t - t0) + i), c3 = load(y[a][3] + (t - t0) + i);
-          vec lo = __builtin_shufflevector(c0, c1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-          vec hi = __builtin_shufflevector(c2, c3, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-          vec z = __builtin_shufflevector(lo, hi, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23);
-          z += bias;
+      int64_t n_tiles = min64(j->tiles_w - tx, t1 - t);
+      for (int a = 0; a < m && m * ty + a < oh; a++) {
+        int64_t row = (m * ty + a) * ow;
+        float *const ya[4] = {y[a][0], y[a][1], y[a][2], y[a][3]};
+        for (int64_t i = 0; i < n_tiles; i += LANES / m) {
+          int64_t x = m * (tx + i), count = min64(LANES, ow - x);
+          vec z = tile_columns(m, ya, (t - t0) + i) + bias;
           if (residual != NULL)
             z += load_n(residual + row + x, count);
-          store_n(out + row + x, act_vector(&j->e, z), min64(count, 4 * (n - i)));
+          store_n(out + row + x, act_vector(&j->e, z), min64(count, m * (n_tiles - i)));
         }
       }
-      t += n;
+      t += n_tiles;
     }
   }
+}
+
+static void transform_output(const wino_job *j, int64_t o0, int64_t rows, int64_t t0, int64_t t1,
+                             const float *m) {
+  if (j->m == 4)
+    transform_tiles(4, j, o0, rows, t0, t1, m);
+  else
+    transform_tiles(2, j, o0, rows, t0, t1, m);
 }
 
 /* Block `block`'s tiles, panels [p0, p1), V and M in `v`. */
@@ -400,10 +384,7 @@ static void wino_block(const wino_job *j, int64_t block, int64_t p0, int64_t p1,
       product(j->cg, up + xi * WINO_MR, u_stride, v + xi * j->xi_stride, j->v_stride,
               m + xi * WINO_MR * WINO_NT);
     int64_t rows = min64(WINO_MR, j->og - p * WINO_MR);
-    if (j->m == 4)
-      transform_output4(j, p * WINO_MR, rows, t0, t1, m);
-    else
-      transform_output(j, p * WINO_MR, rows, t0, t1, m);
+    transform_output(j, p * WINO_MR, rows, t0, t1, m);
   }
 }
 
