@@ -393,10 +393,11 @@ static void wino_block(const wino_job *j, int64_t block, int64_t p0, int64_t p1,
  * the thread that took the range reads them from its own L2 for every block
  * after the first. As (block, range) chunks, the block after read its
  * range's weights again on whichever thread took it, a cold read on the
- * other core's: SqueezeNet's 3x3 convs at 13x13 and 27x27 (49 tiles: blocks
- * of 48 and 1, 2 ranges at 2 threads; up to 512 KB of weights a range) ran
- * the single-tile chunks in 27 us after their range's block on one thread,
- * 60-96 us after it on the other. */
+ * other core's: SqueezeNet's 3x3 convs at 13x13 and 27x27 (then 49 tiles in
+ * blocks of 48 and 1, 2 ranges at 2 threads; up to 512 KB of weights a range)
+ * ran the single-tile chunks in 27 us after their range's block on one
+ * thread, 60-96 us after it on the other. (Tile rows of up to 8 tiles are now
+ * numbered as if 8 long, so the 13x13 conv's 49 tiles are 56.) */
 static int whole_ranges(const wino_job *j, int64_t ranges) {
   int64_t per_range = ceil_div(j->panels, ranges);
   return ranges > 1 && j->cg * per_range * WINO_MR * j->xi <= 131072;
