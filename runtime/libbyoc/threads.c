@@ -182,19 +182,25 @@ static void count(pool *p, int which, int64_t amount) {
   atomic_fetch_add_explicit(&p->stats[which], amount, memory_order_relaxed);
 }
 
-/* $BYOC_POOL_BATCH_US, microseconds (0 to 1000000), replaces BATCH_NANOSECONDS
- * (0: a chunk a claim); read once, at the first claim. */
-static int64_t batch_nanoseconds(void) {
-  static _Atomic int64_t batch = -1;
-  int64_t ns = atomic_load_explicit(&batch, memory_order_relaxed);
+/* Environment variable `name`, in microseconds (0 to 1000000), as
+ * nanoseconds, else `fallback`; read once into `*cache` (-1 until then). */
+static int64_t microseconds_setting(const char *name, _Atomic int64_t *cache, int64_t fallback) {
+  int64_t ns = atomic_load_explicit(cache, memory_order_relaxed);
   if (ns < 0) {
-    const char *text = getenv("BYOC_POOL_BATCH_US");
+    const char *text = getenv(name);
     char *end = NULL;
     long us = text == NULL ? -1 : strtol(text, &end, 10);
-    ns = us >= 0 && us <= 1000000 && end != text && *end == '\0' ? us * 1000L : BATCH_NANOSECONDS;
-    atomic_store_explicit(&batch, ns, memory_order_relaxed);
+    ns = us >= 0 && us <= 1000000 && end != text && *end == '\0' ? us * 1000L : fallback;
+    atomic_store_explicit(cache, ns, memory_order_relaxed);
   }
   return ns;
+}
+
+/* $BYOC_POOL_BATCH_US replaces BATCH_NANOSECONDS (0: a chunk a claim); read
+ * once, at the first claim. */
+static int64_t batch_nanoseconds(void) {
+  static _Atomic int64_t batch = -1;
+  return microseconds_setting("BYOC_POOL_BATCH_US", &batch, BATCH_NANOSECONDS);
 }
 
 /* Run chunks of job `gen` until none is left (or the job is no longer `gen`);
@@ -294,19 +300,11 @@ static void unsteer(int id) {
     sched_setaffinity(0, sizeof worker_cpus[id], &worker_cpus[id]);
 }
 
-/* $BYOC_POOL_SPIN_US, microseconds (0 to 1000000), replaces SPIN_NANOSECONDS
+/* $BYOC_POOL_SPIN_US (microseconds, 0 to 1000000) replaces SPIN_NANOSECONDS
  * (to measure other spins); read once, when the first worker starts. */
 static int64_t spin_nanoseconds(void) {
   static _Atomic int64_t spin = -1;
-  int64_t ns = atomic_load_explicit(&spin, memory_order_relaxed);
-  if (ns < 0) {
-    const char *text = getenv("BYOC_POOL_SPIN_US");
-    char *end = NULL;
-    long us = text == NULL ? -1 : strtol(text, &end, 10);
-    ns = us >= 0 && us <= 1000000 && end != text && *end == '\0' ? us * 1000L : SPIN_NANOSECONDS;
-    atomic_store_explicit(&spin, ns, memory_order_relaxed);
-  }
-  return ns;
+  return microseconds_setting("BYOC_POOL_SPIN_US", &spin, SPIN_NANOSECONDS);
 }
 
 /* Moves worker `id` off the core its caller last used, if it is on it and may
