@@ -1687,15 +1687,16 @@ class FunctionEmitter:
         """Whether the C calls libbyoc (byoc_runtime.h)."""
         self.constants(block)
         self.copies: list[tuple[Ref, SSAValue]] = []
-        self.view_copies: dict[SSAValue, list[tuple[Ref, SSAValue]]] = {}
-        """Returned views copied out of the value they view, by that value."""
-        self.views = views
+        self.view_copies: dict[SSAValue, list[tuple[Ref, SSAValue, int, int]]] = {}
+        """Returned views copied out of the value they view, by that value:
+        (output, view, batch stride, leading dimension)."""
         for i, value in enumerate(self.returns):
             out = Ref(self.body.args[n_in + i])
             while value in aliases:  # a returned reshape: the bytes of what it reshapes
                 value = aliases[value]
             if value in views:
-                self.view_copies.setdefault(views[value][0], []).append((out, value))
+                source, batch_stride, ld = views[value]
+                self.view_copies.setdefault(source, []).append((out, value, batch_stride, ld))
                 continue
             if value in self.refs:
                 self.copies.append((out, value))  # an input, or returned twice
@@ -1818,8 +1819,7 @@ class FunctionEmitter:
     def _copy_views(self, source: SSAValue) -> None:
         """Each returned view of `source`: its [B, R, C] matrices, a row at a time."""
         b = self.b
-        for out, value in self.view_copies[source]:
-            _, batch_stride, ld = self.views[value]
+        for out, value, batch_stride, ld in self.view_copies[source]:
             batch, rows, cols = _shape(value)
             b.comment(f"a returned view of {batch}x{rows}x{cols}, rows {ld} apart")
             with b.loop(batch) as i, b.loop(rows) as r:
